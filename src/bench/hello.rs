@@ -1,0 +1,84 @@
+//! `pith bench hello`: a hello-world server on Pith's own stack (axum on a
+//! multi-thread tokio runtime, TCP_NODELAY, keep-alive). Every path and
+//! method gets the same small JSON body, so the load generator can aim its
+//! usual mix at it. What it serves per second on a box is the ceiling for
+//! Pith on that box, measured in the same run.
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::header;
+use axum::response::IntoResponse;
+use clap::Args;
+use tokio::net::TcpListener;
+
+/// The body every request gets.
+pub const BODY: &str = r#"{"hello":"world"}"#;
+
+#[derive(Debug, Clone, Args)]
+pub struct HelloArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    pub listen: SocketAddr,
+
+    /// Runtime worker threads (default: one per core, as `pith serve`).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+pub fn main(args: HelloArgs) -> anyhow::Result<()> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = args.threads {
+        builder.worker_threads(n.max(1));
+    }
+    builder.enable_all().build()?.block_on(async {
+        let listener =
+            TcpListener::bind(args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
+        tracing::info!(addr = %listener.local_addr()?, "hello-world server ready");
+        run(listener, crate::serve::shutdown_signal()).await?;
+        Ok(())
+    })
+}
+
+pub fn router() -> Router {
+    Router::new().fallback(hello)
+}
+
+/// Serves until `shutdown` resolves.
+pub async fn run(listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, router()).with_graceful_shutdown(shutdown).await
+}
+
+/// Reads the request body (as Pith does for a post) and answers the fixed body.
+async fn hello(_body: Bytes) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], BODY)
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn every_path_and_method_gets_the_hello_body() {
+        for (method, path) in [("GET", "/"), ("GET", "/api/v1/topics/17"), ("POST", "/api/v1/topics/17/posts")] {
+            let req = Request::builder().method(method).uri(path).body(Body::from("{}")).expect("a request");
+            let resp = router().oneshot(req).await.expect("infallible");
+            assert_eq!(resp.status(), StatusCode::OK);
+            assert_eq!(resp.headers()[header::CONTENT_TYPE], "application/json");
+            let body = resp.into_body().collect().await.expect("a body").to_bytes();
+            assert_eq!(body, BODY.as_bytes());
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! Command-line and environment configuration: one clap struct per
+//! subcommand. Every setting has a default, a `--flag` and a `PITH_*` variable,
+//! so `pith serve` with nothing set starts a working forum.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(name = "pith", version, about = "A Reddit-style forum that fits on a Raspberry Pi")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the forum server.
+    Serve(ServeConfig),
+    /// Fill a database with a deterministic benchmark data set.
+    Seed(SeedConfig),
+    /// Manage user accounts.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// Load generators and reference servers for benchmarks.
+    Bench(crate::bench::BenchArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create a user; prints a new API token as the last line of stdout.
+    Add(UserAddConfig),
+}
+
+/// Where the data lives; shared by every subcommand that touches data.
+#[derive(Debug, Clone, Args)]
+pub struct DataConfig {
+    /// Directory holding the SQLite database (created when missing).
+    #[arg(long, env = "PITH_DATA_DIR", default_value = "./pith-data")]
+    pub data_dir: PathBuf,
+
+    /// Database URL; default: the SQLite file `pith.db` inside the data dir.
+    /// Accepts `sqlite:PATH` or a plain path.
+    #[arg(long, env = "PITH_DATABASE")]
+    pub database: Option<String>,
+}
+
+impl DataConfig {
+    /// The SQLite file this configuration points at.
+    pub fn sqlite_path(&self) -> anyhow::Result<PathBuf> {
+        match self.database.as_deref() {
+            None | Some("") => Ok(self.data_dir.join("pith.db")),
+            Some(url) => {
+                if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+                    anyhow::bail!(
+                        "PostgreSQL URLs are not supported by this build yet; use a SQLite path or sqlite:PATH"
+                    );
+                }
+                let path = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
+                Ok(PathBuf::from(path))
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeConfig {
+    /// Address to listen on. The default serves the home network, as a Pi would.
+    #[arg(long, env = "PITH_LISTEN", default_value = "0.0.0.0:8080")]
+    pub listen: SocketAddr,
+
+    #[command(flatten)]
+    pub data: DataConfig,
+
+    /// Reader connections for cache misses (about one per core).
+    #[arg(long, env = "PITH_READERS", default_value_t = default_readers())]
+    pub readers: usize,
+
+    /// Byte budget of the rendered-response cache, in MiB (sized for a 1 GB Pi).
+    #[arg(long, env = "PITH_CACHE_MB", default_value_t = 256)]
+    pub cache_mb: usize,
+
+    /// Most writes gathered into one transaction by the writer thread.
+    #[arg(long, env = "PITH_MAX_BATCH", default_value_t = 512)]
+    pub max_batch: usize,
+
+    /// WAL size (MiB) above which the checkpointer forces a truncating checkpoint.
+    #[arg(long, env = "PITH_WAL_LIMIT_MB", default_value_t = 64)]
+    pub wal_limit_mb: u64,
+
+    /// Seconds a request may take before it is answered 408/503.
+    #[arg(long, env = "PITH_REQUEST_TIMEOUT", default_value_t = 30)]
+    pub request_timeout_secs: u64,
+
+    /// Seconds a client has to send a request's headers; also how long an
+    /// idle keep-alive connection is kept (slowloris defence).
+    #[arg(long, env = "PITH_HEADER_TIMEOUT", default_value_t = 10)]
+    pub header_timeout_secs: u64,
+
+    /// Largest request head (request line plus headers), in KiB.
+    #[arg(long, env = "PITH_MAX_HEADER_KB", default_value_t = 16)]
+    pub max_header_kb: usize,
+
+    /// Most HTTP connections open at once; more are answered 503 and closed.
+    /// Keep it below the process's open-file limit (`ulimit -n`).
+    #[arg(long, env = "PITH_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
+
+    #[command(flatten)]
+    pub live: LiveConfig,
+}
+
+/// Live updates (docs/LIVE.md): heartbeats and the limits that keep
+/// memory bounded whatever clients do.
+#[derive(Debug, Clone, Args)]
+pub struct LiveConfig {
+    /// How often idle live sockets are pinged ("16s", "500ms"); one that has
+    /// not answered by the next ping is closed.
+    #[arg(long = "live-ping-interval", env = "PITH_LIVE_PING_INTERVAL", default_value = "16s", value_parser = parse_duration)]
+    pub ping_interval: Duration,
+
+    /// Most live connections (WebSocket and SSE) at once.
+    #[arg(long = "live-max-sockets", env = "PITH_LIVE_MAX_SOCKETS", default_value_t = LiveConfig::MAX_SOCKETS)]
+    pub max_sockets: usize,
+
+    /// Most live connections from one IP address (behind a reverse proxy,
+    /// every client shares the proxy's address: raise this).
+    #[arg(long = "live-max-sockets-per-ip", env = "PITH_LIVE_MAX_SOCKETS_PER_IP", default_value_t = LiveConfig::MAX_SOCKETS_PER_IP)]
+    pub max_sockets_per_ip: u32,
+
+    /// Most topic and community subscriptions on one connection.
+    #[arg(long = "live-max-subscriptions", env = "PITH_LIVE_MAX_SUBSCRIPTIONS", default_value_t = LiveConfig::MAX_SUBSCRIPTIONS)]
+    pub max_subscriptions: usize,
+
+    /// Largest message a client may send, in bytes.
+    #[arg(long = "live-max-message-bytes", env = "PITH_LIVE_MAX_MESSAGE_BYTES", default_value_t = LiveConfig::MAX_MESSAGE_BYTES)]
+    pub max_message_bytes: usize,
+
+    /// KiB of output a socket may have waiting beyond the kernel's buffer
+    /// before it is dropped as too slow (one event always fits).
+    #[arg(long = "live-max-pending-kb", env = "PITH_LIVE_MAX_PENDING_KB", default_value_t = LiveConfig::MAX_PENDING_KB)]
+    pub max_pending_kb: usize,
+
+    /// KiB of kernel send buffer per live socket (the kernel doubles it;
+    /// 0 keeps its autotuning, which lets one slow client take ~4 MiB).
+    #[arg(long = "live-send-buffer-kb", env = "PITH_LIVE_SEND_BUFFER_KB", default_value_t = LiveConfig::SEND_BUFFER_KB)]
+    pub send_buffer_kb: usize,
+
+    /// MiB of waiting output for all sockets together; past it, sockets
+    /// that cannot take an event are dropped as too slow.
+    #[arg(long = "live-max-pending-total-mb", env = "PITH_LIVE_MAX_PENDING_TOTAL_MB", default_value_t = LiveConfig::MAX_PENDING_TOTAL_MB)]
+    pub max_pending_total_mb: usize,
+
+    /// Events buffered per channel; a subscriber that falls this far behind
+    /// is dropped (it must reload what it missed).
+    #[arg(long = "live-channel-capacity", env = "PITH_LIVE_CHANNEL_CAPACITY", default_value_t = LiveConfig::CHANNEL_CAPACITY)]
+    pub channel_capacity: usize,
+
+    /// Most channels (topics, communities, inboxes with a subscriber) at once.
+    #[arg(long = "live-max-channels", env = "PITH_LIVE_MAX_CHANNELS", default_value_t = LiveConfig::MAX_CHANNELS)]
+    pub max_channels: usize,
+}
+
+impl LiveConfig {
+    pub const MAX_SOCKETS: usize = 250_000;
+    pub const MAX_SOCKETS_PER_IP: u32 = 256;
+    pub const MAX_SUBSCRIPTIONS: usize = 32;
+    pub const MAX_MESSAGE_BYTES: usize = 4096;
+    pub const MAX_PENDING_KB: usize = 64;
+    pub const MAX_PENDING_TOTAL_MB: usize = 64;
+    pub const SEND_BUFFER_KB: usize = 64;
+    pub const CHANNEL_CAPACITY: usize = 32;
+    pub const MAX_CHANNELS: usize = 65_536;
+}
+
+impl Default for LiveConfig {
+    fn default() -> Self {
+        LiveConfig {
+            ping_interval: Duration::from_secs(16),
+            max_sockets: Self::MAX_SOCKETS,
+            max_sockets_per_ip: Self::MAX_SOCKETS_PER_IP,
+            max_subscriptions: Self::MAX_SUBSCRIPTIONS,
+            max_message_bytes: Self::MAX_MESSAGE_BYTES,
+            max_pending_kb: Self::MAX_PENDING_KB,
+            max_pending_total_mb: Self::MAX_PENDING_TOTAL_MB,
+            send_buffer_kb: Self::SEND_BUFFER_KB,
+            channel_capacity: Self::CHANNEL_CAPACITY,
+            max_channels: Self::MAX_CHANNELS,
+        }
+    }
+}
+
+/// "16s", "500ms", "2m" or plain seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = s.find(|c: char| !c.is_ascii_digit() && c != '.').map_or((s, "s"), |i| s.split_at(i));
+    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration like 16s or 500ms"))?;
+    let secs = match unit.trim() {
+        "ms" => n / 1000.0,
+        "s" | "" => n,
+        "m" => n * 60.0,
+        _ => return Err(format!("{s:?}: the unit must be ms, s or m")),
+    };
+    if !(0.001..=86_400.0).contains(&secs) {
+        return Err(format!("{s:?} is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+pub fn default_readers() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 16)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Dataset {
+    /// ~100k posts, 2-50 posts per topic, bodies of 100-200 chars.
+    Realistic,
+    /// ~100k posts, 5-1000 posts per topic, bodies of 57-2772 chars.
+    Heavy,
+    /// 5,000 topics, ~200k posts, Zipf-skewed topic sizes, nested replies and votes.
+    Reddit,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SeedConfig {
+    #[command(flatten)]
+    pub data: DataConfig,
+
+    /// Which data set to generate.
+    #[arg(long, env = "PITH_DATASET", value_enum, default_value = "realistic")]
+    pub dataset: Dataset,
+
+    /// Random seed; the same seed gives the same data.
+    #[arg(long, env = "PITH_SEED", default_value_t = 1)]
+    pub seed: u64,
+
+    /// Scale the number of posts (1.0 = the sizes in WORKLOAD.md).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct UserAddConfig {
+    /// The new user's name (3-20 of a-z, A-Z, 0-9, _ and -).
+    pub name: String,
+
+    /// Make the user a site administrator.
+    #[arg(long)]
+    pub admin: bool,
+
+    /// Password; without one the account logs in only with the printed token.
+    #[arg(long, env = "PITH_USER_PASSWORD")]
+    pub password: Option<String>,
+
+    #[command(flatten)]
+    pub data: DataConfig,
+}

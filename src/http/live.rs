@@ -1,0 +1,180 @@
+//! Live routes: `GET /api/v1/live` (a WebSocket) and `GET /api/v1/live/sse`
+//! (the same events as Server-Sent Events). docs/LIVE.md is the protocol.
+//!
+//! The WebSocket handshake is answered here by hand. Once hyper hands the
+//! connection over, the raw `TcpStream` is taken back out of it and given
+//! to `live::Conn`, so no HTTP or WebSocket-library buffers outlive the
+//! handshake.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Weak;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use base64::Engine;
+use serde::Deserialize;
+
+use super::extract::Query;
+use super::{App, AppState};
+use crate::auth::token_digest;
+use crate::error::{AppError, AppResult};
+use crate::live::{Key, Membership, Refused, Resolver, SseStream, frame, proto};
+use crate::store::Store;
+
+pub fn router<S: Store>() -> Router<AppState<S>> {
+    Router::new().route("/live", get(websocket::<S>)).route("/live/sse", get(sse::<S>))
+}
+
+#[derive(Deserialize)]
+pub struct LiveQuery {
+    topics: Option<String>,
+    communities: Option<String>,
+    /// For clients that cannot set `Authorization` (browsers' WebSocket
+    /// and EventSource).
+    token: Option<String>,
+}
+
+async fn websocket<S: Store>(
+    State(state): State<AppState<S>>,
+    Query(q): Query<LiveQuery>,
+    mut req: Request,
+) -> AppResult<Response> {
+    let accept = accept_key(req.headers())?;
+    let (ip, bearer) = caller(&req);
+    let member = join(&state, &q, ip, bearer).await?;
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    tokio::spawn(crate::live::conn::upgrade(on_upgrade, member));
+    Ok((
+        StatusCode::SWITCHING_PROTOCOLS,
+        [
+            (header::UPGRADE, "websocket".to_owned()),
+            (header::CONNECTION, "Upgrade".to_owned()),
+            (header::SEC_WEBSOCKET_ACCEPT, accept),
+        ],
+    )
+        .into_response())
+}
+
+async fn sse<S: Store>(
+    State(state): State<AppState<S>>,
+    Query(q): Query<LiveQuery>,
+    req: Request,
+) -> AppResult<Response> {
+    let (ip, bearer) = caller(&req);
+    let member = join(&state, &q, ip, bearer).await?;
+    let headers = [
+        (header::CONTENT_TYPE, "text/event-stream"),
+        (header::CACHE_CONTROL, "no-cache"),
+        (header::HeaderName::from_static("x-accel-buffering"), "no"),
+    ];
+    Ok((headers, Body::from_stream(SseStream::new(member))).into_response())
+}
+
+/// Checks the upgrade request; returns `Sec-WebSocket-Accept`.
+fn accept_key(headers: &HeaderMap) -> AppResult<String> {
+    let lists = |name: header::HeaderName, token: &str| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case(token))
+    };
+    if !lists(header::UPGRADE, "websocket") || !lists(header::CONNECTION, "upgrade") {
+        return Err(AppError::Rejected(
+            StatusCode::UPGRADE_REQUIRED,
+            "websocket_required",
+            "this is a WebSocket endpoint; use a WebSocket client, or GET /api/v1/live/sse".into(),
+        ));
+    }
+    if headers.get(header::SEC_WEBSOCKET_VERSION).map(|v| v.as_bytes()) != Some(b"13") {
+        return Err(AppError::Rejected(
+            StatusCode::UPGRADE_REQUIRED,
+            "unsupported_version",
+            "Sec-WebSocket-Version must be 13".into(),
+        ));
+    }
+    let key = headers.get(header::SEC_WEBSOCKET_KEY).map(|v| v.as_bytes()).unwrap_or_default();
+    let decoded = base64::engine::general_purpose::STANDARD.decode(key).map(|k| k.len());
+    if decoded != Ok(16) {
+        return Err(AppError::BadRequest("invalid_handshake", "Sec-WebSocket-Key must be 16 bytes in base64".into()));
+    }
+    Ok(frame::accept_key(key))
+}
+
+/// The client's address (for the per-IP limit) and its bearer token.
+fn caller(req: &Request) -> (IpAddr, Option<String>) {
+    let ip = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip().to_canonical())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    let bearer = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::to_owned);
+    (ip, bearer)
+}
+
+/// Takes a connection slot and subscribes it to what the query asks for
+/// (plus the inbox, with a valid token).
+async fn join<S: Store>(
+    state: &AppState<S>,
+    q: &LiveQuery,
+    ip: IpAddr,
+    bearer: Option<String>,
+) -> AppResult<Membership> {
+    let hub = &state.live;
+    let keys = proto::query_keys(q.topics.as_deref(), q.communities.as_deref(), hub.limits().max_subscriptions)
+        .map_err(|m| AppError::BadRequest("invalid_query", m))?;
+    let user = match q.token.clone().or(bearer) {
+        Some(token) => Some(user_id(state, token.trim()).await?.ok_or(AppError::Unauthorized)?),
+        None => None,
+    };
+    let mut member = Membership::join(hub, ip).map_err(refused)?;
+    for key in keys.into_iter().chain(user.map(Key::Inbox)) {
+        member.add(key).map_err(refused)?;
+    }
+    Ok(member)
+}
+
+fn refused(r: Refused) -> AppError {
+    let status = match r {
+        Refused::TooManyFromIp => StatusCode::TOO_MANY_REQUESTS,
+        _ => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    AppError::Rejected(status, r.code(), r.message().into())
+}
+
+/// The user id behind a bearer token, through the token cache.
+async fn user_id<S: Store>(app: &App<S>, token: &str) -> AppResult<Option<i64>> {
+    if token.is_empty() || token.len() > 128 {
+        return Ok(None);
+    }
+    let digest = token_digest(token);
+    if let Some(user) = app.tokens.get(&digest) {
+        return Ok(Some(user.id));
+    }
+    let Some(user) = app.store.user_by_token(digest).await? else { return Ok(None) };
+    let id = user.id;
+    app.tokens.put(digest, user);
+    Ok(Some(id))
+}
+
+/// Lets a socket that sends `{"op":"auth"}` check its token against the
+/// store, without the hub knowing the store's type.
+pub fn token_resolver<S: Store>(app: Weak<App<S>>) -> Resolver {
+    Box::new(move |token: String| {
+        let app = app.clone();
+        Box::pin(async move {
+            let app = app.upgrade()?;
+            user_id(&app, token.trim()).await.ok().flatten()
+        })
+    })
+}

@@ -1,0 +1,168 @@
+//! The HTTP layer: shared state, the router assembled from each route
+//! module's `router()`, and `run`, the server entry point that takes a bound
+//! listener and a shutdown future (so tests supply both).
+
+mod communities;
+pub mod extract;
+pub mod live;
+mod openapi;
+mod posts;
+pub mod server;
+mod topics;
+mod users;
+
+use std::future::Future;
+use std::ops::Deref;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{Method, Uri};
+use axum::routing::get;
+use tokio::net::TcpListener;
+
+use crate::auth::TokenCache;
+use crate::cache::TopicCache;
+use crate::config::LiveConfig;
+use crate::error::AppError;
+use crate::store::Store;
+
+/// Largest request body accepted: a 40,000-character post fits even when
+/// every character is escaped as a surrogate pair (`\uXXXX\uXXXX`, 12 bytes).
+pub const MAX_BODY_BYTES: usize = 512 * 1024;
+
+pub struct App<S> {
+    pub store: S,
+    /// Rendered topic responses; evicted by writes to their topic.
+    pub cache: TopicCache,
+    /// Token digest -> user, so authenticated writes skip a read.
+    pub tokens: TokenCache,
+    /// Live subscribers; writes publish their events here.
+    pub live: crate::live::Hub,
+}
+
+/// Cheap to clone: one `Arc`.
+pub struct AppState<S>(pub Arc<App<S>>);
+
+impl<S> Clone for AppState<S> {
+    fn clone(&self) -> Self {
+        AppState(self.0.clone())
+    }
+}
+
+impl<S> Deref for AppState<S> {
+    type Target = App<S>;
+    fn deref(&self) -> &App<S> {
+        &self.0
+    }
+}
+
+impl<S: Store> AppState<S> {
+    pub fn new(store: S, cache_bytes: usize) -> Self {
+        Self::with_live(store, cache_bytes, &LiveConfig::default())
+    }
+
+    pub fn with_live(store: S, cache_bytes: usize, live: &LiveConfig) -> Self {
+        AppState(Arc::new_cyclic(|app| App {
+            store,
+            cache: TopicCache::new(cache_bytes),
+            tokens: TokenCache::new(),
+            live: crate::live::Hub::new(live, Some(live::token_resolver(app.clone()))),
+        }))
+    }
+}
+
+pub fn router<S: Store>(state: AppState<S>, request_timeout: Duration) -> Router {
+    let api = Router::new()
+        .merge(topics::router())
+        .merge(posts::router())
+        .merge(communities::router())
+        .merge(users::router())
+        .merge(openapi::router())
+        .merge(live::router());
+    Router::new()
+        .nest("/api/v1", api)
+        .route("/healthz", get(|| async { "ok\n" }))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(move |req, next| time_limit(request_timeout, req, next)))
+        .with_state(state)
+}
+
+/// Answers 408 with the JSON error shape when a request (reading its body
+/// included) takes longer than `limit`.
+async fn time_limit(
+    limit: Duration,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(res) => res,
+        Err(_) => AppError::Rejected(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            "timeout",
+            format!("the request took longer than {} s", limit.as_secs()),
+        )
+        .into_response(),
+    }
+}
+
+async fn not_found(uri: Uri) -> AppError {
+    AppError::NotFound(format!("route {}", uri.path()))
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> AppError {
+    AppError::Rejected(
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{method} is not allowed on {}", uri.path()),
+    )
+}
+
+/// Runs a write and what must follow it (cache eviction, live events) as
+/// its own task, so a client that hangs up mid-request cannot cancel the
+/// eviction after the write has committed.
+pub async fn commit<S, T, Fut>(state: &AppState<S>, f: impl FnOnce(AppState<S>) -> Fut) -> Result<T, AppError>
+where
+    S: Store,
+    T: Send + 'static,
+    Fut: Future<Output = Result<T, AppError>> + Send + 'static,
+{
+    tokio::spawn(f(state.clone())).await.map_err(|e| AppError::Internal(format!("write task failed: {e}")))?
+}
+
+/// Serves until `shutdown` resolves, then lets in-flight requests finish
+/// and stops the store (committing queued writes and checkpointing). Live
+/// sockets are told to close as soon as `shutdown` resolves, since they
+/// would otherwise hold the graceful shutdown open.
+pub async fn run<S: Store>(
+    listener: TcpListener,
+    state: AppState<S>,
+    request_timeout: Duration,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    run_with_limits(listener, state, request_timeout, server::ConnLimits::default(), shutdown).await
+}
+
+/// `run` with explicit connection limits (header timeout, header size,
+/// connection cap).
+pub async fn run_with_limits<S: Store>(
+    listener: TcpListener,
+    state: AppState<S>,
+    request_timeout: Duration,
+    limits: server::ConnLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(state.clone(), request_timeout);
+    let live = state.live.clone();
+    let shutdown = async move {
+        shutdown.await;
+        live.shutdown();
+    };
+    server::serve(listener, app, limits, shutdown).await;
+    state.store.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,131 @@
+//! The accept loop. It replaces `axum::serve` because that offers no
+//! connection hygiene: here every connection gets a header read timeout
+//! (which in hyper also bounds how long an idle keep-alive connection may
+//! wait for its next request), a maximum header size, and a place under a
+//! cap on open connections; over the cap a client is refused politely with
+//! a 503 instead of the server running out of file descriptors.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::ConnectInfo;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+/// Limits applied to every HTTP connection.
+#[derive(Debug, Clone)]
+pub struct ConnLimits {
+    /// Open HTTP connections served at once (upgraded WebSockets leave the
+    /// count; the live hub has its own limits).
+    pub max_connections: usize,
+    /// Time allowed to send a request's headers, and to start the next
+    /// request on a keep-alive connection.
+    pub header_timeout: Duration,
+    /// Largest request head (request line and headers) accepted.
+    pub max_header_bytes: usize,
+    /// How long shutdown waits for in-flight requests before giving up.
+    pub drain_timeout: Duration,
+}
+
+impl Default for ConnLimits {
+    fn default() -> Self {
+        ConnLimits {
+            max_connections: 10_000,
+            header_timeout: Duration::from_secs(10),
+            max_header_bytes: 16 * 1024,
+            drain_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
+connection: close\r\ncontent-length: 84\r\n\r\n\
+{\"error\":{\"code\":\"too_many_connections\",\"message\":\"server busy, retry in a second\"}}";
+
+/// Serves `app` on `listener` until `shutdown` resolves, then waits (up to
+/// `drain_timeout`) for in-flight requests to finish.
+pub async fn serve(listener: TcpListener, app: Router, limits: ConnLimits, shutdown: impl Future<Output = ()>) {
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_buf_size(limits.max_header_bytes.max(8192))
+        .keep_alive(true);
+    builder.http2().timer(TokioTimer::new()).max_header_list_size(limits.max_header_bytes as u32);
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // EMFILE/ENFILE and friends: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        let _ = tcp.set_nodelay(true);
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tokio::spawn(refuse(tcp));
+            continue;
+        };
+        let svc =
+            tower::util::MapRequest::new(app.clone(), move |mut req: axum::http::Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(ConnectInfo(peer));
+                req
+            });
+        let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), TowerToHyperService::new(svc));
+        let conn = graceful.watch(conn.into_owned());
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(limits.drain_timeout, graceful.shutdown()).await.is_err() {
+        tracing::warn!("in-flight requests did not finish within {:?}", limits.drain_timeout);
+    }
+}
+
+async fn refuse(mut tcp: TcpStream) {
+    let _ = tokio::time::timeout(Duration::from_secs(1), tcp.write_all(REFUSAL)).await;
+    let _ = tcp.shutdown().await;
+}
+
+/// The peer address as `ConnectInfo` gives it; used by handlers through
+/// `axum::extract::ConnectInfo<SocketAddr>`.
+pub type Peer = ConnectInfo<SocketAddr>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_refusal_is_a_complete_http_response_with_the_error_shape() {
+        let text = std::str::from_utf8(REFUSAL).expect("ascii");
+        let (head, body) = text.split_once("\r\n\r\n").expect("head and body");
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length: "))
+            .and_then(|v| v.parse().ok())
+            .expect("content-length");
+        assert_eq!(len, body.len());
+        let json: serde_json::Value = serde_json::from_str(body).expect("json");
+        assert_eq!(json["error"]["code"], "too_many_connections");
+    }
+}

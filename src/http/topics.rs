@@ -1,0 +1,312 @@
+//! Topic routes: the cached topic page (the benchmark's 99 %), listings
+//! with cursors, and creating, editing, deleting and voting on topics.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
+
+use super::extract::{AuthUser, Json, Path, Query};
+use super::{AppState, commit};
+use crate::cache::Rendered;
+use crate::error::{AppError, AppResult};
+use crate::model::{Body, CommunityName, Link, Post, Title, Topic, VoteTarget};
+use crate::store::{Cursor, ListTopics, NewTopic, PostSort, Store, TimeWindow, TopicSort};
+
+pub fn router<S: Store>() -> Router<AppState<S>> {
+    Router::new()
+        .route("/topics", get(list_front::<S>))
+        .route("/topics/{id}", get(get_topic::<S>).patch(edit_topic::<S>).delete(delete_topic::<S>))
+        .route("/topics/{id}/vote", post(vote_topic::<S>))
+        .route("/communities/{name}/topics", get(list_community::<S>).post(create_topic::<S>))
+}
+
+#[derive(Deserialize)]
+pub struct TopicQuery {
+    sort: Option<String>,
+}
+
+fn parse_post_sort(s: Option<&str>) -> AppResult<PostSort> {
+    match s {
+        None | Some("best") => Ok(PostSort::Best),
+        Some("new") => Ok(PostSort::New),
+        Some("old") => Ok(PostSort::Old),
+        Some(_) => Err(AppError::BadRequest("invalid_query", "sort must be one of best, new, old".into())),
+    }
+}
+
+#[derive(Serialize)]
+struct TopicResponse<'a> {
+    topic: &'a Topic,
+    posts: &'a [Post],
+}
+
+/// The benchmark's hot path: a cache hit costs a map lookup and an `Arc`
+/// clone. The request is taken whole so its headers are read in place
+/// rather than copied.
+async fn get_topic<S: Store>(
+    axum::extract::State(state): axum::extract::State<AppState<S>>,
+    Path(id): Path<i64>,
+    Query(q): Query<TopicQuery>,
+    req: axum::extract::Request,
+) -> AppResult<Response> {
+    let sort = parse_post_sort(q.sort.as_deref())?;
+    let rendered = state
+        .cache
+        .get_or_render((id, sort), || async {
+            let (topic, posts) = state.store.topic_with_posts(id, sort).await?;
+            // Serialising and gzipping a big topic takes milliseconds: keep
+            // it off the async workers.
+            tokio::task::spawn_blocking(move || {
+                serde_json::to_vec(&TopicResponse { topic: &topic, posts: &posts })
+                    .map(|body| Arc::new(Rendered::new(body)))
+                    .map_err(|e| AppError::Internal(e.to_string()))
+            })
+            .await
+            .map_err(|e| AppError::Internal(e.to_string()))?
+        })
+        .await?;
+    Ok(respond_cached(&rendered, req.headers()))
+}
+
+/// Answers from a cached render: 304 when the client has it, the gzip
+/// variant when the client accepts it.
+pub fn respond_cached(r: &Rendered, headers: &HeaderMap) -> Response {
+    let etag = HeaderValue::from_str(&r.etag).unwrap_or_else(|_| HeaderValue::from_static("\"\""));
+    if let Some(inm) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
+        let matches = inm.split(',').map(|t| t.trim().trim_start_matches("W/")).any(|t| t == "*" || t == r.etag);
+        if matches {
+            // A 304 repeats the validators and caching headers of the 200 (RFC 9110 15.4.5).
+            let (vary, cache) = (HeaderValue::from_static("accept-encoding"), HeaderValue::from_static("no-cache"));
+            return (
+                StatusCode::NOT_MODIFIED,
+                [(header::ETAG, etag), (header::VARY, vary), (header::CACHE_CONTROL, cache)],
+            )
+                .into_response();
+        }
+    }
+    let json = HeaderValue::from_static("application/json");
+    let vary = HeaderValue::from_static("accept-encoding");
+    let cache = HeaderValue::from_static("no-cache");
+    match (&r.gzip, accepts_gzip(headers)) {
+        (Some(gz), true) => (
+            [
+                (header::CONTENT_TYPE, json),
+                (header::CONTENT_ENCODING, HeaderValue::from_static("gzip")),
+                (header::ETAG, etag),
+                (header::VARY, vary),
+                (header::CACHE_CONTROL, cache),
+            ],
+            gz.clone(),
+        )
+            .into_response(),
+        _ => (
+            [(header::CONTENT_TYPE, json), (header::ETAG, etag), (header::VARY, vary), (header::CACHE_CONTROL, cache)],
+            r.body.clone(),
+        )
+            .into_response(),
+    }
+}
+
+/// True when `Accept-Encoding` lists gzip without `q=0`.
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    let Some(v) = headers.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    v.split(',').any(|item| {
+        let mut parts = item.split(';').map(str::trim);
+        let name = parts.next().unwrap_or("");
+        let q_zero = parts.any(|p| p.replace(' ', "").trim_start_matches("q=").parse::<f32>() == Ok(0.0));
+        (name.eq_ignore_ascii_case("gzip") || name == "*") && !q_zero
+    })
+}
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    sort: Option<String>,
+    t: Option<String>,
+    after: Option<String>,
+    limit: Option<usize>,
+}
+
+#[derive(Serialize)]
+struct ListResponse {
+    topics: Vec<Topic>,
+    /// Pass as `after` to get the next page; null on the last page.
+    next: Option<String>,
+}
+
+fn parse_list(community: Option<String>, q: ListQuery) -> AppResult<ListTopics> {
+    let bad = |m: &str| AppError::BadRequest("invalid_query", m.to_owned());
+    let window = match q.t.as_deref() {
+        None | Some("day") => TimeWindow::Day,
+        Some("week") => TimeWindow::Week,
+        Some("month") => TimeWindow::Month,
+        Some("year") => TimeWindow::Year,
+        Some("all") => TimeWindow::All,
+        Some(_) => return Err(bad("t must be one of day, week, month, year, all")),
+    };
+    let sort = match q.sort.as_deref() {
+        None | Some("hot") => TopicSort::Hot,
+        Some("new") => TopicSort::New,
+        Some("top") => TopicSort::Top(window),
+        Some(_) => return Err(bad("sort must be one of hot, new, top")),
+    };
+    let after = match q.after.as_deref() {
+        None | Some("") => None,
+        Some(c) => Some(Cursor::decode(c).ok_or_else(|| bad("after is not a valid cursor"))?),
+    };
+    let matches_sort = matches!(
+        (after, sort),
+        (None, _)
+            | (Some(Cursor::Hot(..)), TopicSort::Hot)
+            | (Some(Cursor::New(..)), TopicSort::New)
+            | (Some(Cursor::Top(..)), TopicSort::Top(_))
+    );
+    if !matches_sort {
+        return Err(bad("after is a cursor of another sort order"));
+    }
+    let limit = q.limit.unwrap_or(25);
+    if !(1..=100).contains(&limit) {
+        return Err(bad("limit must be between 1 and 100"));
+    }
+    Ok(ListTopics { community, sort, after, limit })
+}
+
+async fn list(state: &AppState<impl Store>, q: ListTopics) -> AppResult<Response> {
+    let page = state.store.list_topics(q).await?;
+    let next = page.next.map(|c| c.encode());
+    Ok(axum::Json(ListResponse { topics: page.topics, next }).into_response())
+}
+
+async fn list_front<S: Store>(
+    axum::extract::State(state): axum::extract::State<AppState<S>>,
+    Query(q): Query<ListQuery>,
+) -> AppResult<Response> {
+    list(&state, parse_list(None, q)?).await
+}
+
+async fn list_community<S: Store>(
+    axum::extract::State(state): axum::extract::State<AppState<S>>,
+    Path(name): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> AppResult<Response> {
+    list(&state, parse_list(Some(name), q)?).await
+}
+
+#[derive(Deserialize)]
+pub struct CreateTopic {
+    title: String,
+    body: Option<String>,
+    url: Option<String>,
+}
+
+async fn create_topic<S: Store>(
+    axum::extract::State(state): axum::extract::State<AppState<S>>,
+    auth: AuthUser,
+    Path(name): Path<String>,
+    Json(req): Json<CreateTopic>,
+) -> AppResult<Response> {
+    let community = CommunityName::parse(&name.to_ascii_lowercase()).map_err(|_| AppError::not_found("community"))?;
+    let new = NewTopic {
+        community,
+        title: Title::parse(&req.title)?,
+        body: req.body.as_deref().filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?,
+        url: req.url.as_deref().filter(|u| !u.is_empty()).map(Link::parse).transpose()?,
+    };
+    let topic = commit(&state, move |st| async move {
+        let topic = st.store.create_topic(&auth.user, new).await?;
+        st.live.topic_created(&topic);
+        Ok(topic)
+    })
+    .await?;
+    Ok((StatusCode::CREATED, [(header::LOCATION, format!("/api/v1/topics/{}", topic.id))], axum::Json(topic))
+        .into_response())
+}
+
+#[derive(Deserialize)]
+pub struct EditTopic {
+    /// Absent: 422 (there is nothing else to edit); null or "": clear it.
+    #[serde(default, deserialize_with = "present")]
+    body: Option<Option<String>>,
+}
+
+/// Tells a field sent as `null` (`Some(None)`) from one left out (`None`).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+async fn edit_topic<S: Store>(
+    axum::extract::State(state): axum::extract::State<AppState<S>>,
+    auth: AuthUser,
+    Path(id): Path<i64>,
+    Json(req): Json<EditTopic>,
+) -> AppResult<Response> {
+    let body = req.body.ok_or_else(|| AppError::Validation("body is required (null or \"\" clears it)".into()))?;
+    let body = body.as_deref().filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?;
+    let topic = commit(&state, move |st| async move {
+        let topic = st.store.edit_topic(&auth.user, id, body).await?;
+        st.cache.invalidate(id);
+        Ok(topic)
+    })
+    .await?;
+    Ok(axum::Json(topic).into_response())
+}
+
+async fn delete_topic<S: Store>(
+    axum::extract::State(state): axum::extract::State<AppState<S>>,
+    auth: AuthUser,
+    Path(id): Path<i64>,
+) -> AppResult<StatusCode> {
+    commit(&state, move |st| async move {
+        st.store.delete_topic(&auth.user, id).await?;
+        st.cache.invalidate(id);
+        Ok(())
+    })
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+pub struct VoteRequest {
+    pub value: i8,
+}
+
+fn check_vote(v: i8) -> AppResult<i8> {
+    if (-1..=1).contains(&v) { Ok(v) } else { Err(AppError::Validation("value must be -1, 0 or 1".into())) }
+}
+
+async fn vote_topic<S: Store>(
+    axum::extract::State(state): axum::extract::State<AppState<S>>,
+    auth: AuthUser,
+    Path(id): Path<i64>,
+    Json(req): Json<VoteRequest>,
+) -> AppResult<Response> {
+    cast_vote(&state, auth, VoteTarget::Topic(id), req.value).await
+}
+
+/// Records a vote on a topic or post, then evicts the topic's render and
+/// publishes the new score; shared by both vote routes.
+pub async fn cast_vote<S: Store>(
+    state: &AppState<S>,
+    auth: AuthUser,
+    target: VoteTarget,
+    value: i8,
+) -> AppResult<Response> {
+    let value = check_vote(value)?;
+    let (is_post, id) = match target {
+        VoteTarget::Topic(id) => (false, id),
+        VoteTarget::Post(id) => (true, id),
+    };
+    let outcome = commit(state, move |st| async move {
+        let outcome = st.store.vote(&auth.user, target, value).await?;
+        st.cache.invalidate(outcome.topic_id);
+        st.live.score(is_post, id, outcome.topic_id, outcome.score);
+        Ok(outcome)
+    })
+    .await?;
+    Ok(axum::Json(outcome).into_response())
+}

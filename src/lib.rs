@@ -1,0 +1,27 @@
+//! Pith: a Reddit-style forum that fits on a Raspberry Pi.
+//!
+//! # Layout
+//! - `config`: the command line (clap), every setting with a default.
+//! - `model`: domain types and validated input newtypes.
+//! - `store`: the `Store` trait and its SQLite backend (writer thread with
+//!   group commit, reader pool, checkpointer).
+//! - `cache`: rendered topic responses with gzip variants and ETags.
+//! - `auth`: argon2id passwords, bearer tokens, the token cache.
+//! - `http`: the axum router, extractors and route modules.
+//! - `error`: `AppError`, the JSON error shape.
+//! - `live`: live updates over WebSocket and SSE (hub, hand-written
+//!   framing, one small task per socket, the `bench ws` load generator).
+//! - `serve`, `seed`, `users`, `bench`: the subcommands.
+
+pub mod auth;
+pub mod bench;
+pub mod cache;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod live;
+pub mod model;
+pub mod seed;
+pub mod serve;
+pub mod store;
+pub mod users;

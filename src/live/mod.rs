@@ -1,0 +1,31 @@
+//! Live updates: WebSocket and Server-Sent-Events subscribers to topics,
+//! communities and their own inbox, with a tiny footprint per socket.
+//!
+//! - `hub`: channel map (topic/community/inbox -> broadcast sender),
+//!   connection and byte limits, heartbeat clock, score coalescing.
+//! - `beat`: the heartbeat clock (buckets of wakers, no timer per socket).
+//! - `events`: the JSON events, each serialised once into a shared frame.
+//! - `frame`: the RFC 6455 subset a server needs, by hand.
+//! - `conn`: one WebSocket connection as one small hand-written future
+//!   (`conn::input` reads and parses, `conn::output` writes and queues).
+//! - `subs`: a connection's subscriptions and its slot in the limits.
+//! - `proto`: what clients may send.
+//! - `sse`: the same events as Server-Sent Events.
+//! - `loadgen`: `pith bench ws`, the load generator for all of this.
+//!
+//! docs/LIVE.md describes the protocol and the measured footprint.
+
+pub mod beat;
+pub mod conn;
+pub mod events;
+pub mod frame;
+pub mod hub;
+pub mod loadgen;
+pub mod proto;
+pub mod sse;
+pub mod subs;
+
+pub use conn::Conn;
+pub use hub::{Hub, Key, Limits, Refused, Resolver};
+pub use sse::SseStream;
+pub use subs::Membership;

@@ -1,0 +1,321 @@
+//! `pith seed`: deterministic benchmark data sets (WORKLOAD.md). The same
+//! `--dataset` and `--seed` always produce the same rows. Rows are written
+//! straight into one transaction for speed, so run it before `serve`.
+
+use std::path::Path;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rusqlite::{Connection, params};
+
+use crate::config::{Dataset, SeedConfig};
+use crate::model::hot_rank;
+use crate::store::sqlite::conn::{Role, migrate, open};
+
+/// The shape of a data set.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    pub users: usize,
+    pub communities: usize,
+    pub target_posts: usize,
+    pub body_chars: (usize, usize),
+    /// Posts per topic, drawn per topic.
+    pub posts_per_topic: PostsPerTopic,
+    /// Chance that a post replies to an earlier post rather than the topic.
+    pub reply_chance: f64,
+    /// Votes: up to this many per topic (Zipf-scaled) and per post.
+    pub votes: Option<(usize, usize)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum PostsPerTopic {
+    Uniform(usize, usize),
+    /// Topic k of n gets about `max / k^s` posts, at least `min`: a few
+    /// very hot topics and a long tail.
+    Zipf {
+        topics: usize,
+        max: usize,
+        min: usize,
+        s: f64,
+    },
+}
+
+impl Shape {
+    pub fn of(dataset: Dataset, scale: f64) -> Shape {
+        let n = |x: usize| ((x as f64 * scale).round() as usize).max(1);
+        match dataset {
+            Dataset::Realistic => Shape {
+                users: 1_000,
+                communities: 10,
+                target_posts: n(100_000),
+                body_chars: (100, 200),
+                posts_per_topic: PostsPerTopic::Uniform(2, 50),
+                reply_chance: 0.0,
+                votes: None,
+            },
+            Dataset::Heavy => Shape {
+                users: 1_000,
+                communities: 5,
+                target_posts: n(100_000),
+                body_chars: (57, 2772),
+                posts_per_topic: PostsPerTopic::Uniform(5, 1000),
+                reply_chance: 0.0,
+                votes: None,
+            },
+            Dataset::Reddit => Shape {
+                users: 10_000,
+                communities: 50,
+                target_posts: n(200_000),
+                body_chars: (20, 1500),
+                posts_per_topic: PostsPerTopic::Zipf { topics: n(5_000), max: 5_000, min: 1, s: 1.1 },
+                reply_chance: 0.6,
+                votes: Some((2_000, 5)),
+            },
+        }
+    }
+}
+
+const WORDS: &[&str] = &[
+    "pi",
+    "forum",
+    "sqlite",
+    "rust",
+    "thread",
+    "reply",
+    "vote",
+    "cache",
+    "board",
+    "the",
+    "a",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "it",
+    "that",
+    "for",
+    "on",
+    "with",
+    "as",
+    "was",
+    "this",
+    "but",
+    "they",
+    "have",
+    "write",
+    "read",
+    "fast",
+    "small",
+    "server",
+    "kernel",
+    "socket",
+    "memory",
+    "disk",
+    "query",
+    "index",
+    "page",
+    "topic",
+    "post",
+    "community",
+    "people",
+    "question",
+    "answer",
+    "because",
+    "really",
+    "think",
+];
+
+fn text(rng: &mut ChaCha8Rng, (min, max): (usize, usize)) -> String {
+    let len = rng.random_range(min..=max);
+    let mut s = String::with_capacity(len + 12);
+    while s.len() < len {
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        s.push_str(WORDS[rng.random_range(0..WORDS.len())]);
+    }
+    s.truncate(len);
+    s.trim_end().to_owned()
+}
+
+pub fn main(cfg: SeedConfig) -> anyhow::Result<()> {
+    let path = cfg.data.sqlite_path()?;
+    let started = std::time::Instant::now();
+    let stats = seed(&path, &Shape::of(cfg.dataset, cfg.scale), cfg.seed)?;
+    eprintln!(
+        "seeded {} ({:?}, seed {}): {} users, {} communities, {} topics, {} posts, {} votes in {:.1}s",
+        path.display(),
+        cfg.dataset,
+        cfg.seed,
+        stats.users,
+        stats.communities,
+        stats.topics,
+        stats.posts,
+        stats.votes,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SeedStats {
+    pub users: usize,
+    pub communities: usize,
+    pub topics: usize,
+    pub posts: usize,
+    pub votes: usize,
+}
+
+/// Fills the (empty) database at `path` with `shape`, deterministically.
+pub fn seed(path: &Path, shape: &Shape, seed: u64) -> anyhow::Result<SeedStats> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut conn = open(path, Role::Writer).context("cannot open database")?;
+    migrate(&mut conn).context("cannot migrate database")?;
+    let existing: i64 =
+        conn.query_row("SELECT (SELECT count(*) FROM topics) + (SELECT count(*) FROM users)", [], |r| r.get(0))?;
+    if existing > 0 {
+        anyhow::bail!("{} already holds data; seed into a fresh --data-dir", path.display());
+    }
+    conn.execute_batch("PRAGMA synchronous = OFF")?;
+    let tx = conn.transaction()?;
+    let stats = fill(&tx, shape, seed)?;
+    tx.commit()?;
+    conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA wal_checkpoint(TRUNCATE); ANALYZE;")?;
+    Ok(stats)
+}
+
+fn fill(conn: &Connection, shape: &Shape, seed: u64) -> anyhow::Result<SeedStats> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut stats = SeedStats::default();
+    // A fixed "now" keeps runs identical; data spans the 30 days before it.
+    let now: i64 = 1_790_000_000;
+    let span = 30 * 86_400;
+
+    let mut add_user = conn.prepare("INSERT INTO users (id, name, created_at) VALUES (?1, ?2, ?3)")?;
+    for id in 1..=shape.users {
+        add_user.execute(params![id as i64, format!("user{id}"), now - span - 86_400])?;
+    }
+    stats.users = shape.users;
+    let mut add_community = conn.prepare(
+        "INSERT INTO communities (id, name, title, description, created_by, created_at) VALUES (?1, ?2, ?3, ?4, 1, ?5)",
+    )?;
+    for id in 1..=shape.communities {
+        add_community.execute(params![
+            id as i64,
+            format!("community{id}"),
+            format!("Community number {id}"),
+            text(&mut rng, (40, 120)),
+            now - span - 86_400
+        ])?;
+    }
+    stats.communities = shape.communities;
+
+    let bar = ProgressBar::new(shape.target_posts as u64).with_style(
+        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} posts ({eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_message("seeding");
+
+    let mut add_topic = conn.prepare(
+        "INSERT INTO topics (id, community_id, author_id, title, body, created_at, score, hot, post_count) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    let mut add_post = conn.prepare(
+        "INSERT INTO posts (id, topic_id, parent_id, author_id, body, created_at, score) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    let mut add_vote = conn.prepare("INSERT INTO votes (user_id, kind, target_id, value) VALUES (?1, ?2, ?3, ?4)")?;
+
+    let mut post_id: i64 = 0;
+    let mut topic_id: i64 = 0;
+    while stats.posts < shape.target_posts {
+        let n_posts = match shape.posts_per_topic {
+            PostsPerTopic::Uniform(lo, hi) => rng.random_range(lo..=hi),
+            PostsPerTopic::Zipf { topics, max, min, s } => {
+                if topic_id as usize >= topics {
+                    break;
+                }
+                ((max as f64 / ((topic_id + 1) as f64).powf(s)) as usize).max(min)
+            }
+        }
+        .min(shape.target_posts - stats.posts)
+        .max(1);
+        topic_id += 1;
+        let community = zipf_pick(&mut rng, shape.communities);
+        let created = now - span + rng.random_range(0..span);
+        let topic_votes = match shape.votes {
+            Some((max, _)) => {
+                cast_votes(&mut rng, &mut add_vote, 0, topic_id, (max / topic_id as usize).max(1), shape.users)?
+            }
+            None => (0, 0),
+        };
+        stats.votes += topic_votes.1;
+        add_topic.execute(params![
+            topic_id,
+            community as i64,
+            rng.random_range(1..=shape.users) as i64,
+            text(&mut rng, (20, 120)),
+            text(&mut rng, shape.body_chars),
+            created,
+            topic_votes.0,
+            hot_rank(topic_votes.0, created),
+            n_posts as i64
+        ])?;
+        let first_post = post_id + 1;
+        for i in 0..n_posts {
+            post_id += 1;
+            let parent = (i > 0 && rng.random_bool(shape.reply_chance)).then(|| rng.random_range(first_post..post_id));
+            let votes = match shape.votes {
+                Some((_, per_post)) => cast_votes(&mut rng, &mut add_vote, 1, post_id, per_post, shape.users)?,
+                None => (0, 0),
+            };
+            stats.votes += votes.1;
+            let at = (created + (i as i64 + 1) * 60).min(now);
+            add_post.execute(params![
+                post_id,
+                topic_id,
+                parent,
+                rng.random_range(1..=shape.users) as i64,
+                text(&mut rng, shape.body_chars),
+                at,
+                votes.0
+            ])?;
+        }
+        stats.posts += n_posts;
+        stats.topics += 1;
+        bar.set_position(stats.posts as u64);
+    }
+    bar.finish_and_clear();
+    Ok(stats)
+}
+
+/// Picks 1..=n, favouring low numbers (a few big communities).
+fn zipf_pick(rng: &mut ChaCha8Rng, n: usize) -> usize {
+    let x: f64 = rng.random();
+    ((n as f64).powf(x) as usize).clamp(1, n)
+}
+
+/// Up to `max` votes by distinct users on one item; returns (score, count).
+fn cast_votes(
+    rng: &mut ChaCha8Rng,
+    stmt: &mut rusqlite::Statement<'_>,
+    kind: i64,
+    target: i64,
+    max: usize,
+    users: usize,
+) -> anyhow::Result<(i64, usize)> {
+    let count = rng.random_range(0..=max.min(users));
+    let start = rng.random_range(0..users);
+    let mut score = 0;
+    for k in 0..count {
+        let user = (start + k) % users + 1;
+        let value: i64 = if rng.random_bool(0.8) { 1 } else { -1 };
+        stmt.execute(params![user as i64, kind, target, value])?;
+        score += value;
+    }
+    Ok((score, count))
+}

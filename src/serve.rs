@@ -1,0 +1,90 @@
+//! `pith serve`: open the store, log the effective configuration, bind,
+//! and serve until SIGINT or SIGTERM.
+
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::config::ServeConfig;
+use crate::http::{self, AppState};
+use crate::store::sqlite::{SqliteOptions, SqliteStore};
+
+pub fn main(cfg: ServeConfig) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(serve(cfg))
+}
+
+pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
+    let path = cfg.data.sqlite_path()?;
+    tracing::info!(
+        listen = %cfg.listen,
+        data_dir = %cfg.data.data_dir.display(),
+        database = %path.display(),
+        readers = cfg.readers,
+        cache_mb = cfg.cache_mb,
+        max_batch = cfg.max_batch,
+        wal_limit_mb = cfg.wal_limit_mb,
+        request_timeout_secs = cfg.request_timeout_secs,
+        header_timeout_secs = cfg.header_timeout_secs,
+        max_header_kb = cfg.max_header_kb,
+        max_connections = cfg.max_connections,
+        live_ping_interval = ?cfg.live.ping_interval,
+        live_max_sockets = cfg.live.max_sockets,
+        live_max_sockets_per_ip = cfg.live.max_sockets_per_ip,
+        live_max_subscriptions = cfg.live.max_subscriptions,
+        live_max_message_bytes = cfg.live.max_message_bytes,
+        live_max_pending_kb = cfg.live.max_pending_kb,
+        live_max_pending_total_mb = cfg.live.max_pending_total_mb,
+        live_send_buffer_kb = cfg.live.send_buffer_kb,
+        live_channel_capacity = cfg.live.channel_capacity,
+        live_max_channels = cfg.live.max_channels,
+        "starting pith {}",
+        env!("CARGO_PKG_VERSION")
+    );
+    let opts = SqliteOptions {
+        readers: cfg.readers,
+        max_batch: cfg.max_batch,
+        wal_limit_bytes: cfg.wal_limit_mb << 20,
+        ..SqliteOptions::default()
+    };
+    let store = SqliteStore::open(&path, &opts).with_context(|| format!("cannot open database {}", path.display()))?;
+    let listener = bind(cfg.listen).with_context(|| format!("cannot listen on {}", cfg.listen))?;
+    tracing::info!(addr = %listener.local_addr()?, "serving");
+    let state = AppState::with_live(store, cfg.cache_mb << 20, &cfg.live);
+    let limits = http::server::ConnLimits {
+        max_connections: cfg.max_connections.max(1),
+        header_timeout: Duration::from_secs(cfg.header_timeout_secs.max(1)),
+        max_header_bytes: cfg.max_header_kb.max(1) << 10,
+        ..http::server::ConnLimits::default()
+    };
+    http::run_with_limits(listener, state, Duration::from_secs(cfg.request_timeout_secs), limits, shutdown_signal())
+        .await?;
+    tracing::info!("stopped cleanly");
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutting down: finishing requests, committing writes, checkpointing");
+}
+
+/// Binds with a deep accept backlog: tokio's default of 128 drops SYNs when
+/// thousands of live clients reconnect at once (after a restart, say). The
+/// kernel caps it at `net.core.somaxconn`.
+fn bind(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(4096)
+}

@@ -1,0 +1,201 @@
+//! The embedded SQLite backend: one writer thread with group commit
+//! (`writer`), a pool of reader threads (`readers`), a background
+//! checkpointer (`checkpoint`), and the SQL itself (`reads`, `writes`).
+//! docs/STORAGE.md explains the durability choices.
+
+mod checkpoint;
+pub mod conn;
+mod readers;
+pub mod reads;
+mod writer;
+pub mod writes;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::model::{Body, Community, Post, Profile, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget};
+use crate::store::{ListTopics, NewCommunity, NewPost, NewTopic, PostSort, Store, StoreError, StoreResult, TopicPage};
+
+use checkpoint::Checkpointer;
+use readers::Readers;
+use writer::Writer;
+
+/// Tuning for `SqliteStore::open`.
+#[derive(Debug, Clone)]
+pub struct SqliteOptions {
+    pub readers: usize,
+    pub max_batch: usize,
+    pub wal_limit_bytes: u64,
+    pub checkpoint_every: Duration,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            readers: crate::config::default_readers(),
+            max_batch: 512,
+            wal_limit_bytes: 64 << 20,
+            checkpoint_every: Duration::from_secs(1),
+        }
+    }
+}
+
+pub struct SqliteStore {
+    path: PathBuf,
+    writer: Writer,
+    readers: Readers,
+    checkpointer: Checkpointer,
+}
+
+impl SqliteStore {
+    /// Opens (creating when missing) the database at `path`, migrates it and
+    /// starts the writer, readers and checkpointer.
+    pub fn open(path: &Path, opts: &SqliteOptions) -> StoreResult<SqliteStore> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                StoreError::Unavailable(format!("cannot create the data directory {}: {e}", dir.display()))
+            })?;
+        }
+        let mut conn = conn::open(path, conn::Role::Writer)?;
+        // SQLite silently opens a write-protected file read-only; say so now
+        // rather than failing every write later.
+        if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+            let why = conn::not_writable(path).unwrap_or_else(|| "the database file is read-only".into());
+            return Err(StoreError::Unavailable(why));
+        }
+        check_integrity(&conn)?;
+        conn::migrate(&mut conn)?;
+        let readers = Readers::start(path, opts.readers)?;
+        // The writer and the checkpointer take turns checkpointing (see WalBound).
+        let turns = std::sync::Arc::new(std::sync::Mutex::new(()));
+        let checkpointer =
+            Checkpointer::start(path.to_owned(), opts.wal_limit_bytes, opts.checkpoint_every, turns.clone())?;
+        Ok(SqliteStore {
+            path: path.to_owned(),
+            writer: Writer::start(
+                conn,
+                opts.max_batch,
+                writer::WalBound { path: wal_path(path), limit_bytes: opts.wal_limit_bytes, lock: turns },
+            ),
+            readers,
+            checkpointer,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// SQLite's WAL file beside the database.
+fn wal_path(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
+}
+
+/// A quick structural check at start, so a damaged file is reported before
+/// serving rather than as errors later.
+fn check_integrity(conn: &rusqlite::Connection) -> StoreResult<()> {
+    let verdict: String =
+        conn.query_row("PRAGMA quick_check(1)", [], |r| r.get(0)).map_err(|e| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => conn::corrupted(&e),
+            _ => StoreError::Unavailable(format!("the database is unreadable: {e}")),
+        })?;
+    if verdict != "ok" {
+        return Err(StoreError::Internal(format!(
+            "the database is corrupted (integrity check: {verdict}); restore it from a backup"
+        )));
+    }
+    Ok(())
+}
+
+impl Store for SqliteStore {
+    async fn create_user(&self, name: Username, password_hash: Option<String>, is_admin: bool) -> StoreResult<User> {
+        let now = Timestamp::now();
+        self.writer.write(move |c| writes::create_user(c, &name, password_hash.as_deref(), is_admin, now)).await
+    }
+
+    async fn user_credentials(&self, name: String) -> StoreResult<Option<(User, Option<String>)>> {
+        self.readers.read(move |c| reads::user_credentials(c, &name)).await
+    }
+
+    async fn add_token(&self, user_id: i64, token_hash: [u8; 32]) -> StoreResult<()> {
+        let now = Timestamp::now();
+        self.writer.write(move |c| writes::add_token(c, user_id, &token_hash, now)).await
+    }
+
+    async fn user_by_token(&self, token_hash: [u8; 32]) -> StoreResult<Option<User>> {
+        self.readers.read(move |c| reads::user_by_token(c, &token_hash)).await
+    }
+
+    async fn revoke_token(&self, token_hash: [u8; 32]) -> StoreResult<()> {
+        self.writer.write(move |c| writes::revoke_token(c, &token_hash)).await
+    }
+
+    async fn profile(&self, name: String) -> StoreResult<Profile> {
+        self.readers.read(move |c| reads::profile(c, &name)).await
+    }
+
+    async fn list_communities(&self) -> StoreResult<Vec<Community>> {
+        self.readers.read(reads::communities).await
+    }
+
+    async fn community(&self, name: String) -> StoreResult<Community> {
+        self.readers.read(move |c| reads::community(c, &name)).await
+    }
+
+    async fn create_community(&self, creator: &User, new: NewCommunity) -> StoreResult<Community> {
+        let (creator, now) = (creator.clone(), Timestamp::now());
+        self.writer.write(move |c| writes::create_community(c, &creator, &new, now)).await
+    }
+
+    async fn list_topics(&self, q: ListTopics) -> StoreResult<TopicPage> {
+        let now = Timestamp::now();
+        self.readers.read(move |c| reads::list_topics(c, &q, now)).await
+    }
+
+    async fn topic_with_posts(&self, id: i64, sort: PostSort) -> StoreResult<(Topic, Vec<Post>)> {
+        self.readers.read(move |c| reads::topic_with_posts(c, id, sort)).await
+    }
+
+    async fn create_topic(&self, author: &User, new: NewTopic) -> StoreResult<Topic> {
+        let (author, now) = (author.clone(), Timestamp::now());
+        self.writer.write(move |c| writes::create_topic(c, &author, &new, now)).await
+    }
+
+    async fn edit_topic(&self, actor: &User, id: i64, body: Option<Body>) -> StoreResult<Topic> {
+        let (actor, now) = (actor.clone(), Timestamp::now());
+        self.writer.write(move |c| writes::edit_topic(c, &actor, id, body.as_ref().map(|b| b.as_str()), now)).await
+    }
+
+    async fn delete_topic(&self, actor: &User, id: i64) -> StoreResult<()> {
+        let actor = actor.clone();
+        self.writer.write(move |c| writes::delete_topic(c, &actor, id)).await
+    }
+
+    async fn create_post(&self, author: &User, new: NewPost) -> StoreResult<Post> {
+        let (author, now) = (author.clone(), Timestamp::now());
+        self.writer.write(move |c| writes::create_post(c, &author, &new, now)).await
+    }
+
+    async fn edit_post(&self, actor: &User, id: i64, body: Body) -> StoreResult<Post> {
+        let (actor, now) = (actor.clone(), Timestamp::now());
+        self.writer.write(move |c| writes::edit_post(c, &actor, id, body.as_str(), now)).await
+    }
+
+    async fn delete_post(&self, actor: &User, id: i64) -> StoreResult<i64> {
+        let actor = actor.clone();
+        self.writer.write(move |c| writes::delete_post(c, &actor, id)).await
+    }
+
+    async fn vote(&self, voter: &User, target: VoteTarget, value: i8) -> StoreResult<VoteOutcome> {
+        let voter = voter.clone();
+        self.writer.write(move |c| writes::vote(c, &voter, target, value)).await
+    }
+
+    async fn shutdown(&self) {
+        self.checkpointer.stop();
+        self.writer.shutdown().await;
+    }
+}

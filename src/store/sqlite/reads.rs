@@ -1,0 +1,205 @@
+//! Read queries, run on reader connections.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::conn::map_err;
+use crate::model::{Community, Post, Profile, Timestamp, Topic, User};
+use crate::store::{Cursor, ListTopics, PostSort, StoreError, StoreResult, TimeWindow, TopicPage, TopicSort};
+
+pub const USER_COLS: &str = "u.id, u.name, u.is_admin, u.created_at";
+
+pub fn user_row(r: &Row<'_>) -> rusqlite::Result<User> {
+    Ok(User { id: r.get(0)?, name: r.get(1)?, is_admin: r.get(2)?, created_at: Timestamp(r.get(3)?) })
+}
+
+pub const TOPIC_COLS: &str = "t.id, c.name, u.name, t.title, t.body, t.url, t.created_at, t.edited_at, \
+     t.deleted, t.score, t.post_count, t.hot";
+pub const TOPIC_FROM: &str =
+    "FROM topics t JOIN communities c ON c.id = t.community_id JOIN users u ON u.id = t.author_id";
+
+pub fn topic_row(r: &Row<'_>) -> rusqlite::Result<Topic> {
+    let deleted: bool = r.get(8)?;
+    Ok(Topic {
+        id: r.get(0)?,
+        community: r.get(1)?,
+        author: if deleted { None } else { Some(r.get(2)?) },
+        title: r.get(3)?,
+        body: if deleted { None } else { r.get(4)? },
+        url: if deleted { None } else { r.get(5)? },
+        created_at: Timestamp(r.get(6)?),
+        edited_at: r.get::<_, Option<i64>>(7)?.map(Timestamp),
+        deleted,
+        score: r.get(9)?,
+        post_count: r.get(10)?,
+    })
+}
+
+pub const POST_COLS: &str =
+    "p.id, p.topic_id, p.parent_id, u.name, p.body, p.created_at, p.edited_at, p.deleted, p.score";
+pub const POST_FROM: &str = "FROM posts p JOIN users u ON u.id = p.author_id";
+
+pub fn post_row(r: &Row<'_>) -> rusqlite::Result<Post> {
+    let deleted: bool = r.get(7)?;
+    Ok(Post {
+        id: r.get(0)?,
+        topic_id: r.get(1)?,
+        parent_id: r.get(2)?,
+        author: if deleted { None } else { Some(r.get(3)?) },
+        body: if deleted { String::new() } else { r.get(4)? },
+        created_at: Timestamp(r.get(5)?),
+        edited_at: r.get::<_, Option<i64>>(6)?.map(Timestamp),
+        deleted,
+        score: r.get(8)?,
+        notify: None,
+    })
+}
+
+pub fn topic(conn: &Connection, id: i64) -> StoreResult<Topic> {
+    let sql = format!("SELECT {TOPIC_COLS} {TOPIC_FROM} WHERE t.id = ?1");
+    conn.prepare_cached(&sql)
+        .and_then(|mut s| s.query_row([id], topic_row).optional())
+        .map_err(map_err)?
+        .ok_or(StoreError::NotFound("topic"))
+}
+
+pub fn topic_with_posts(conn: &Connection, id: i64, sort: PostSort) -> StoreResult<(Topic, Vec<Post>)> {
+    let topic = topic(conn, id)?;
+    let order = match sort {
+        PostSort::Best => "p.score DESC, p.id ASC",
+        PostSort::New => "p.id DESC",
+        PostSort::Old => "p.id ASC",
+    };
+    let sql = format!("SELECT {POST_COLS} {POST_FROM} WHERE p.topic_id = ?1 ORDER BY {order}");
+    let posts = conn
+        .prepare_cached(&sql)
+        .and_then(|mut s| s.query_map([id], post_row)?.collect::<Result<Vec<_>, _>>())
+        .map_err(map_err)?;
+    Ok((topic, posts))
+}
+
+pub fn list_topics(conn: &Connection, q: &ListTopics, now: Timestamp) -> StoreResult<TopicPage> {
+    let mut sql = format!("SELECT {TOPIC_COLS} {TOPIC_FROM} WHERE t.deleted = 0 AND t.removed = 0");
+    let mut args: Vec<rusqlite::types::Value> = Vec::new();
+    if let Some(name) = &q.community {
+        let id: i64 = community_id(conn, name)?;
+        args.push(id.into());
+        sql += &format!(" AND t.community_id = ?{}", args.len());
+    }
+    let (key, order) = match q.sort {
+        TopicSort::Hot => ("t.hot", "t.hot DESC, t.id DESC"),
+        TopicSort::New => ("t.created_at", "t.created_at DESC, t.id DESC"),
+        TopicSort::Top(w) => {
+            if w != TimeWindow::All {
+                args.push(w.since(now).into());
+                sql += &format!(" AND t.created_at >= ?{}", args.len());
+            }
+            ("t.score", "t.score DESC, t.id DESC")
+        }
+    };
+    if let Some(after) = q.after {
+        let (k, id): (rusqlite::types::Value, i64) = match (after, q.sort) {
+            (Cursor::Hot(h, id), TopicSort::Hot) => (h.into(), id),
+            (Cursor::New(t, id), TopicSort::New) => (t.into(), id),
+            (Cursor::Top(s, id), TopicSort::Top(_)) => (s.into(), id),
+            _ => return Err(StoreError::Invalid("cursor does not belong to this sort order".into())),
+        };
+        args.push(k);
+        args.push(id.into());
+        let (a, b) = (args.len() - 1, args.len());
+        sql += &format!(" AND ({key} < ?{a} OR ({key} = ?{a} AND t.id < ?{b}))");
+    }
+    args.push(((q.limit + 1) as i64).into());
+    sql += &format!(" ORDER BY {order} LIMIT ?{}", args.len());
+
+    let mut rows = conn
+        .prepare_cached(&sql)
+        .and_then(|mut s| {
+            s.query_map(rusqlite::params_from_iter(args), |r| Ok((topic_row(r)?, r.get::<_, f64>(11)?)))?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(map_err)?;
+    let next = if rows.len() > q.limit {
+        rows.truncate(q.limit);
+        rows.last().map(|(t, hot)| match q.sort {
+            TopicSort::Hot => Cursor::Hot(*hot, t.id),
+            TopicSort::New => Cursor::New(t.created_at.0, t.id),
+            TopicSort::Top(_) => Cursor::Top(t.score, t.id),
+        })
+    } else {
+        None
+    };
+    Ok(TopicPage { topics: rows.into_iter().map(|(t, _)| t).collect(), next })
+}
+
+pub fn community_id(conn: &Connection, name: &str) -> StoreResult<i64> {
+    conn.prepare_cached("SELECT id FROM communities WHERE name = ?1")
+        .and_then(|mut s| s.query_row([name], |r| r.get(0)).optional())
+        .map_err(map_err)?
+        .ok_or(StoreError::NotFound("community"))
+}
+
+const COMMUNITY_SQL: &str = "SELECT c.id, c.name, c.title, c.description, c.created_at, \
+     (SELECT count(*) FROM topics t WHERE t.community_id = c.id AND t.deleted = 0 AND t.removed = 0) \
+     FROM communities c";
+
+fn community_row(r: &Row<'_>) -> rusqlite::Result<Community> {
+    Ok(Community {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        title: r.get(2)?,
+        description: r.get(3)?,
+        created_at: Timestamp(r.get(4)?),
+        topic_count: r.get(5)?,
+    })
+}
+
+pub fn communities(conn: &Connection) -> StoreResult<Vec<Community>> {
+    conn.prepare_cached(&format!("{COMMUNITY_SQL} ORDER BY c.name"))
+        .and_then(|mut s| s.query_map([], community_row)?.collect())
+        .map_err(map_err)
+}
+
+pub fn community(conn: &Connection, name: &str) -> StoreResult<Community> {
+    conn.prepare_cached(&format!("{COMMUNITY_SQL} WHERE c.name = ?1"))
+        .and_then(|mut s| s.query_row([name], community_row).optional())
+        .map_err(map_err)?
+        .ok_or(StoreError::NotFound("community"))
+}
+
+pub fn user_credentials(conn: &Connection, name: &str) -> StoreResult<Option<(User, Option<String>)>> {
+    conn.prepare_cached(&format!("SELECT {USER_COLS}, u.password_hash FROM users u WHERE u.name = ?1"))
+        .and_then(|mut s| s.query_row([name], |r| Ok((user_row(r)?, r.get(4)?))).optional())
+        .map_err(map_err)
+}
+
+pub fn user_by_token(conn: &Connection, hash: &[u8; 32]) -> StoreResult<Option<User>> {
+    conn.prepare_cached(&format!("SELECT {USER_COLS} FROM tokens k JOIN users u ON u.id = k.user_id WHERE k.hash = ?1"))
+        .and_then(|mut s| s.query_row([&hash[..]], user_row).optional())
+        .map_err(map_err)
+}
+
+/// How many recent items a profile shows.
+const PROFILE_ITEMS: i64 = 25;
+
+pub fn profile(conn: &Connection, name: &str) -> StoreResult<Profile> {
+    let user = conn
+        .prepare_cached(&format!("SELECT {USER_COLS} FROM users u WHERE u.name = ?1"))
+        .and_then(|mut s| s.query_row([name], user_row).optional())
+        .map_err(map_err)?
+        .ok_or(StoreError::NotFound("user"))?;
+    let topics = conn
+        .prepare_cached(&format!(
+            "SELECT {TOPIC_COLS} {TOPIC_FROM} WHERE t.author_id = ?1 AND t.deleted = 0 AND t.removed = 0 \
+             ORDER BY t.id DESC LIMIT ?2"
+        ))
+        .and_then(|mut s| s.query_map(params![user.id, PROFILE_ITEMS], topic_row)?.collect())
+        .map_err(map_err)?;
+    let posts = conn
+        .prepare_cached(&format!(
+            "SELECT {POST_COLS} {POST_FROM} WHERE p.author_id = ?1 AND p.deleted = 0 AND p.removed = 0 \
+             ORDER BY p.id DESC LIMIT ?2"
+        ))
+        .and_then(|mut s| s.query_map(params![user.id, PROFILE_ITEMS], post_row)?.collect())
+        .map_err(map_err)?;
+    Ok(Profile { user, topics, posts })
+}

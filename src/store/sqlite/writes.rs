@@ -1,0 +1,237 @@
+//! Write operations, each run by the writer thread inside the current
+//! group transaction. Authorisation checks that depend on stored state
+//! (is this the author?) happen here, in the same transaction as the write.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::conn::{is_unique_violation, map_err};
+use super::reads;
+use crate::model::{Community, Post, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank};
+use crate::store::{NewCommunity, NewPost, NewTopic, StoreError, StoreResult};
+
+pub fn create_user(
+    conn: &Connection,
+    name: &Username,
+    password_hash: Option<&str>,
+    is_admin: bool,
+    now: Timestamp,
+) -> StoreResult<User> {
+    let inserted = conn
+        .prepare_cached("INSERT INTO users (name, password_hash, is_admin, created_at) VALUES (?1, ?2, ?3, ?4)")
+        .and_then(|mut s| s.execute(params![name.as_str(), password_hash, is_admin, now.0]));
+    match inserted {
+        Ok(_) => Ok(User { id: conn.last_insert_rowid(), name: name.as_str().to_owned(), is_admin, created_at: now }),
+        Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("username is already taken".into())),
+        Err(e) => Err(map_err(e)),
+    }
+}
+
+pub fn add_token(conn: &Connection, user_id: i64, hash: &[u8; 32], now: Timestamp) -> StoreResult<()> {
+    conn.prepare_cached("INSERT INTO tokens (hash, user_id, created_at) VALUES (?1, ?2, ?3)")
+        .and_then(|mut s| s.execute(params![&hash[..], user_id, now.0]))
+        .map_err(map_err)?;
+    Ok(())
+}
+
+pub fn revoke_token(conn: &Connection, hash: &[u8; 32]) -> StoreResult<()> {
+    conn.prepare_cached("DELETE FROM tokens WHERE hash = ?1")
+        .and_then(|mut s| s.execute([&hash[..]]))
+        .map_err(map_err)?;
+    Ok(())
+}
+
+pub fn create_community(
+    conn: &Connection,
+    creator: &User,
+    new: &NewCommunity,
+    now: Timestamp,
+) -> StoreResult<Community> {
+    if !creator.is_admin {
+        return Err(StoreError::Forbidden("only site administrators may create communities"));
+    }
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO communities (name, title, description, created_by, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![new.name.as_str(), new.title.as_str(), new.description, creator.id, now.0])
+        });
+    match inserted {
+        Ok(_) => reads::community(conn, new.name.as_str()),
+        Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("a community with that name exists".into())),
+        Err(e) => Err(map_err(e)),
+    }
+}
+
+pub fn create_topic(conn: &Connection, author: &User, new: &NewTopic, now: Timestamp) -> StoreResult<Topic> {
+    let community_id = reads::community_id(conn, new.community.as_str())?;
+    conn.prepare_cached(
+        "INSERT INTO topics (community_id, author_id, title, body, url, created_at, hot) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            community_id,
+            author.id,
+            new.title.as_str(),
+            new.body.as_ref().map(|b| b.as_str()),
+            new.url.as_ref().map(|u| u.as_str()),
+            now.0,
+            hot_rank(0, now.0)
+        ])
+    })
+    .map_err(map_err)?;
+    reads::topic(conn, conn.last_insert_rowid())
+}
+
+/// Loads who wrote an item, failing when it is gone or `actor` may not
+/// change it.
+fn check_owner(conn: &Connection, table: &'static str, id: i64, actor: &User) -> StoreResult<()> {
+    let what = if table == "topics" { "topic" } else { "post" };
+    let row: Option<(i64, bool)> = conn
+        .prepare_cached(&format!("SELECT author_id, deleted FROM {table} WHERE id = ?1"))
+        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .map_err(map_err)?;
+    match row {
+        None | Some((_, true)) => Err(StoreError::NotFound(what)),
+        Some((author, _)) if author != actor.id && !actor.is_admin => {
+            Err(StoreError::Forbidden("only the author may change this"))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+pub fn edit_topic(conn: &Connection, actor: &User, id: i64, body: Option<&str>, now: Timestamp) -> StoreResult<Topic> {
+    check_owner(conn, "topics", id, actor)?;
+    conn.prepare_cached("UPDATE topics SET body = ?1, edited_at = ?2 WHERE id = ?3")
+        .and_then(|mut s| s.execute(params![body, now.0, id]))
+        .map_err(map_err)?;
+    reads::topic(conn, id)
+}
+
+pub fn delete_topic(conn: &Connection, actor: &User, id: i64) -> StoreResult<()> {
+    check_owner(conn, "topics", id, actor)?;
+    conn.prepare_cached("UPDATE topics SET deleted = 1, body = NULL, url = NULL WHERE id = ?1")
+        .and_then(|mut s| s.execute([id]))
+        .map_err(map_err)?;
+    Ok(())
+}
+
+pub fn create_post(conn: &Connection, author: &User, new: &NewPost, now: Timestamp) -> StoreResult<Post> {
+    let topic: Option<(bool, i64)> = conn
+        .prepare_cached("SELECT deleted OR removed, author_id FROM topics WHERE id = ?1")
+        .and_then(|mut s| s.query_row([new.topic_id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .map_err(map_err)?;
+    // Whose reply this is: the parent post's author, else the topic's.
+    let mut replied_to = match topic {
+        None => return Err(StoreError::NotFound("topic")),
+        Some((true, _)) => return Err(StoreError::Invalid("the topic has been deleted".into())),
+        Some((false, author)) => Some(author),
+    };
+    if let Some(parent) = new.parent_id {
+        let parent_row: Option<(i64, i64, bool)> = conn
+            .prepare_cached("SELECT topic_id, author_id, deleted FROM posts WHERE id = ?1")
+            .and_then(|mut s| s.query_row([parent], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional())
+            .map_err(map_err)?;
+        match parent_row {
+            Some((topic_id, author, deleted)) if topic_id == new.topic_id => {
+                replied_to = (!deleted).then_some(author);
+            }
+            _ => {
+                return Err(StoreError::Invalid(format!("parent_id {parent} is not a post in topic {}", new.topic_id)));
+            }
+        }
+    }
+    conn.prepare_cached(
+        "INSERT INTO posts (topic_id, parent_id, author_id, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .and_then(|mut s| s.execute(params![new.topic_id, new.parent_id, author.id, new.body.as_str(), now.0]))
+    .map_err(map_err)?;
+    let id = conn.last_insert_rowid();
+    conn.prepare_cached("UPDATE topics SET post_count = post_count + 1 WHERE id = ?1")
+        .and_then(|mut s| s.execute([new.topic_id]))
+        .map_err(map_err)?;
+    Ok(Post {
+        id,
+        topic_id: new.topic_id,
+        parent_id: new.parent_id,
+        author: Some(author.name.clone()),
+        body: new.body.as_str().to_owned(),
+        created_at: now,
+        edited_at: None,
+        deleted: false,
+        score: 0,
+        notify: replied_to.filter(|&u| u != author.id),
+    })
+}
+
+pub fn post(conn: &Connection, id: i64) -> StoreResult<Post> {
+    conn.prepare_cached(&format!("SELECT {} {} WHERE p.id = ?1", reads::POST_COLS, reads::POST_FROM))
+        .and_then(|mut s| s.query_row([id], reads::post_row).optional())
+        .map_err(map_err)?
+        .ok_or(StoreError::NotFound("post"))
+}
+
+pub fn edit_post(conn: &Connection, actor: &User, id: i64, body: &str, now: Timestamp) -> StoreResult<Post> {
+    check_owner(conn, "posts", id, actor)?;
+    conn.prepare_cached("UPDATE posts SET body = ?1, edited_at = ?2 WHERE id = ?3")
+        .and_then(|mut s| s.execute(params![body, now.0, id]))
+        .map_err(map_err)?;
+    post(conn, id)
+}
+
+pub fn delete_post(conn: &Connection, actor: &User, id: i64) -> StoreResult<i64> {
+    check_owner(conn, "posts", id, actor)?;
+    conn.prepare_cached("UPDATE posts SET deleted = 1, body = '' WHERE id = ?1")
+        .and_then(|mut s| s.execute([id]))
+        .map_err(map_err)?;
+    Ok(post(conn, id)?.topic_id)
+}
+
+pub fn vote(conn: &Connection, voter: &User, target: VoteTarget, value: i8) -> StoreResult<VoteOutcome> {
+    let (kind, id, table) = match target {
+        VoteTarget::Topic(id) => (0, id, "topics"),
+        VoteTarget::Post(id) => (1, id, "posts"),
+    };
+    let topic_sql = if kind == 0 {
+        "SELECT id, deleted OR removed, created_at FROM topics WHERE id = ?1"
+    } else {
+        "SELECT p.topic_id, p.deleted OR p.removed OR t.deleted OR t.removed, p.created_at \
+         FROM posts p JOIN topics t ON t.id = p.topic_id WHERE p.id = ?1"
+    };
+    let (topic_id, gone, created_at): (i64, bool, i64) = conn
+        .prepare_cached(topic_sql)
+        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional())
+        .map_err(map_err)?
+        .ok_or(StoreError::NotFound(if kind == 0 { "topic" } else { "post" }))?;
+    if gone {
+        return Err(StoreError::Invalid("cannot vote on deleted content".into()));
+    }
+    let old: i64 = conn
+        .prepare_cached("SELECT value FROM votes WHERE user_id = ?1 AND kind = ?2 AND target_id = ?3")
+        .and_then(|mut s| s.query_row(params![voter.id, kind, id], |r| r.get(0)).optional())
+        .map_err(map_err)?
+        .unwrap_or(0);
+    let change = if value == 0 {
+        conn.prepare_cached("DELETE FROM votes WHERE user_id = ?1 AND kind = ?2 AND target_id = ?3")
+            .and_then(|mut s| s.execute(params![voter.id, kind, id]))
+    } else {
+        conn.prepare_cached(
+            "INSERT INTO votes (user_id, kind, target_id, value) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (user_id, kind, target_id) DO UPDATE SET value = excluded.value",
+        )
+        .and_then(|mut s| s.execute(params![voter.id, kind, id, value]))
+    };
+    change.map_err(map_err)?;
+    let delta = i64::from(value) - old;
+    let score: i64 = conn
+        .prepare_cached(&format!("UPDATE {table} SET score = score + ?1 WHERE id = ?2 RETURNING score"))
+        .and_then(|mut s| s.query_row(params![delta, id], |r| r.get(0)))
+        .map_err(map_err)?;
+    if kind == 0 {
+        conn.prepare_cached("UPDATE topics SET hot = ?1 WHERE id = ?2")
+            .and_then(|mut s| s.execute(params![hot_rank(score, created_at), id]))
+            .map_err(map_err)?;
+    }
+    Ok(VoteOutcome { score, vote: value, topic_id })
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs Pith's whole test suite on a fresh Debian machine, installing what
+# the tests need first. `.ci/run` calls exactly this.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+echo "== formatting and lints"
+cargo fmt --all -- --check
+cargo clippy --all-targets --locked -- -D warnings
+
+echo "== unit and integration tests (real SQLite files, real sockets)"
+cargo test --locked --all-targets
+
+echo "== API fuzzing from docs/openapi.json (schemathesis, at most 300 s)"
+tests/fuzz/schemathesis.sh
+
+echo "== all tests passed"

@@ -1,0 +1,204 @@
+//! The rendered-topic cache as a client sees it: strong ETags, 304s,
+//! gzip, and fresh bytes after every kind of write.
+
+use std::io::Read;
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::{Reply, TestApp, fetch, spawn_app};
+
+/// A topic with enough posts that its JSON is worth compressing.
+async fn app_with_a_long_topic() -> (TestApp, i64, String) {
+    let app = spawn_app().await;
+    app.community("raspi").await;
+    let alice = app.user("alice").await;
+    let topic = app.topic("raspi", &alice, "A long thread").await;
+    for i in 0..5 {
+        app.reply(topic, &alice, None, &format!("post number {i}, which says the same thing as the others")).await;
+    }
+    (app, topic, alice)
+}
+
+async fn get_topic(app: &TestApp, topic: i64, headers: &[(&str, &str)]) -> Reply {
+    let mut req = app.req(Method::GET, &format!("/api/v1/topics/{topic}"));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    fetch(req).await
+}
+
+fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes).read_to_end(&mut out).expect("valid gzip");
+    out
+}
+
+#[tokio::test]
+async fn a_topic_carries_a_strong_etag_that_a_revalidation_matches_with_304() {
+    let (app, topic, _) = app_with_a_long_topic().await;
+    let first = get_topic(&app, topic, &[]).await;
+    assert_eq!(first.status, 200);
+    assert_eq!(first.header("content-type"), Some("application/json"));
+    assert!(first.header("content-encoding").is_none(), "identity unless asked");
+    let etag = first.header("etag").expect("an ETag").to_owned();
+    assert!(etag.starts_with('"') && etag.ends_with('"') && etag.len() > 2, "strong, quoted: {etag}");
+    assert_eq!(get_topic(&app, topic, &[]).await.header("etag"), Some(etag.as_str()), "stable while unchanged");
+
+    for inm in [etag.clone(), format!("W/{etag}"), format!("\"nope\", {etag}"), "*".to_owned()] {
+        let again = get_topic(&app, topic, &[("if-none-match", &inm)]).await;
+        assert_eq!(again.status, 304, "If-None-Match: {inm}");
+        assert!(again.bytes.is_empty(), "a 304 has no body");
+        assert_eq!(again.header("etag"), Some(etag.as_str()));
+    }
+    let other = get_topic(&app, topic, &[("if-none-match", "\"something-else\"")]).await;
+    assert_eq!(other.status, 200);
+    assert_eq!(other.bytes, first.bytes);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_304_repeats_the_vary_and_cache_control_of_the_200() {
+    let (app, topic, _) = app_with_a_long_topic().await;
+    let full = get_topic(&app, topic, &[]).await;
+    let etag = full.header("etag").expect("etag").to_owned();
+    let not_modified = get_topic(&app, topic, &[("if-none-match", &etag)]).await;
+    assert_eq!(not_modified.status, 304);
+    // RFC 9110 section 15.4.5: a 304 must carry the Cache-Control and Vary
+    // the 200 would have carried.
+    for name in ["vary", "cache-control"] {
+        assert_eq!(not_modified.header(name), full.header(name), "{name}");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_client_that_accepts_gzip_gets_the_same_bytes_compressed() {
+    let (app, topic, _) = app_with_a_long_topic().await;
+    let plain = get_topic(&app, topic, &[]).await;
+    assert_eq!(plain.header("vary"), Some("accept-encoding"));
+    for accept in ["gzip", "gzip, deflate, br", "br;q=1.0, gzip;q=0.8", "*"] {
+        let zipped = get_topic(&app, topic, &[("accept-encoding", accept)]).await;
+        assert_eq!(zipped.status, 200);
+        assert_eq!(zipped.header("content-encoding"), Some("gzip"), "Accept-Encoding: {accept}");
+        assert_eq!(zipped.header("vary"), Some("accept-encoding"));
+        assert_eq!(zipped.header("etag"), plain.header("etag"));
+        assert!(zipped.bytes.len() < plain.bytes.len(), "compression saves bytes");
+        assert_eq!(gunzip(&zipped.bytes), plain.bytes, "Accept-Encoding: {accept}");
+    }
+    for refuse in ["identity", "gzip;q=0", "br", "deflate"] {
+        let unzipped = get_topic(&app, topic, &[("accept-encoding", refuse)]).await;
+        assert!(unzipped.header("content-encoding").is_none(), "Accept-Encoding: {refuse}");
+        assert_eq!(unzipped.bytes, plain.bytes);
+    }
+    app.stop().await;
+}
+
+/// Reads the topic in all three orders (caching each), applies `write`,
+/// and checks that every order now has a new ETag and the fresh content.
+async fn every_order_is_fresh_after(
+    app: &TestApp,
+    topic: i64,
+    write: impl AsyncFnOnce(),
+    fresh: impl Fn(&serde_json::Value) -> bool,
+) {
+    let mut before = Vec::new();
+    for sort in ["best", "new", "old"] {
+        let path = format!("/api/v1/topics/{topic}?sort={sort}");
+        let reply = fetch(app.req(Method::GET, &path)).await;
+        let etag = reply.header("etag").expect("etag").to_owned();
+        // Twice, so the second answer surely comes from the cache.
+        let cached = fetch(app.req(Method::GET, &path).header("if-none-match", &etag)).await;
+        assert_eq!(cached.status, 304);
+        assert!(!fresh(&reply.json()), "{sort}: the write has not happened yet");
+        before.push((path, etag));
+    }
+    write().await;
+    for (path, etag) in before {
+        let after = fetch(app.req(Method::GET, &path).header("if-none-match", &etag)).await;
+        assert_eq!(after.status, 200, "{path}: the old ETag no longer matches");
+        let new_etag = after.header("etag").expect("etag");
+        assert_ne!(new_etag, etag, "{path}");
+        assert!(fresh(&after.json()), "{path}: fresh body {:?}", after.json());
+        let zipped = fetch(app.req(Method::GET, &path).header("accept-encoding", "gzip")).await;
+        assert_eq!(zipped.header("etag"), Some(new_etag), "{path}: gzip variant is fresh too");
+        assert_eq!(gunzip(&zipped.bytes), after.bytes, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn every_kind_of_write_to_a_topic_changes_its_etag_and_body() {
+    let (app, topic, alice) = app_with_a_long_topic().await;
+    let bob = app.user("bob").await;
+    let base = format!("/api/v1/topics/{topic}");
+    let first = app.read_topic(topic, "old").await["posts"][0]["id"].as_i64().expect("id");
+
+    every_order_is_fresh_after(
+        &app,
+        topic,
+        async || assert_eq!(app.post(&format!("{base}/posts"), Some(&bob), json!({"body": "new reply"})).await.0, 201),
+        |t| t["posts"].as_array().expect("posts").iter().any(|p| p["body"] == "new reply"),
+    )
+    .await;
+    every_order_is_fresh_after(
+        &app,
+        topic,
+        async || {
+            assert_eq!(
+                app.patch(&format!("/api/v1/posts/{first}"), Some(&alice), json!({"body": "edited"})).await.0,
+                200
+            )
+        },
+        |t| t["posts"].as_array().expect("posts").iter().any(|p| p["body"] == "edited"),
+    )
+    .await;
+    every_order_is_fresh_after(
+        &app,
+        topic,
+        async || {
+            assert_eq!(app.post(&format!("/api/v1/posts/{first}/vote"), Some(&bob), json!({"value": 1})).await.0, 200)
+        },
+        |t| t["posts"].as_array().expect("posts").iter().any(|p| p["score"] == 1),
+    )
+    .await;
+    every_order_is_fresh_after(
+        &app,
+        topic,
+        async || assert_eq!(app.post(&format!("{base}/vote"), Some(&bob), json!({"value": -1})).await.0, 200),
+        |t| t["topic"]["score"] == -1,
+    )
+    .await;
+    every_order_is_fresh_after(
+        &app,
+        topic,
+        async || assert_eq!(app.patch(&base, Some(&alice), json!({"body": "new topic body"})).await.0, 200),
+        |t| t["topic"]["body"] == "new topic body",
+    )
+    .await;
+    every_order_is_fresh_after(
+        &app,
+        topic,
+        async || assert_eq!(app.delete(&format!("/api/v1/posts/{first}"), Some(&alice)).await.0, 204),
+        |t| t["posts"].as_array().expect("posts").iter().any(|p| p["deleted"] == true),
+    )
+    .await;
+    every_order_is_fresh_after(
+        &app,
+        topic,
+        async || assert_eq!(app.delete(&base, Some(&alice)).await.0, 204),
+        |t| t["topic"]["deleted"] == true,
+    )
+    .await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_write_to_one_topic_leaves_another_topics_etag_alone() {
+    let (app, topic, alice) = app_with_a_long_topic().await;
+    let other = app.topic("raspi", &alice, "Another").await;
+    let before = get_topic(&app, other, &[]).await;
+    app.reply(topic, &alice, None, "elsewhere").await;
+    let after = get_topic(&app, other, &[("if-none-match", before.header("etag").expect("etag"))]).await;
+    assert_eq!(after.status, 304);
+    app.stop().await;
+}

@@ -1,0 +1,31 @@
+//! Integration tests: a real server on a real port with a real SQLite file.
+//!
+//! - `api`: topics and posts end to end, the health check.
+//! - `accounts`: register, login, logout, me, profiles, every 401.
+//! - `communities`: list, show, create (admins only).
+//! - `votes`: scores on topics and posts, hot ordering.
+//! - `listings`: hot/new/top, time windows, cursor walks, limits.
+//! - `cache`: ETags, 304s, gzip, freshness after each kind of write.
+//! - `bad_input`: every malformed request is a 4xx with the error shape.
+//! - `concurrency`: many writers and readers; read-your-write.
+//! - `crash`: the real binary under SIGKILL and SIGTERM.
+//! - `store`: the `Store` trait as one story, for every backend.
+
+mod accounts;
+mod api;
+mod bad_input;
+mod cache;
+mod child;
+mod communities;
+mod concurrency;
+mod crash;
+mod faults;
+#[allow(dead_code)] // each test module uses a different subset
+mod helpers;
+mod hygiene;
+mod listings;
+mod live;
+mod openapi;
+mod seeding;
+mod store;
+mod votes;

@@ -1,0 +1,241 @@
+//! The `Store` trait told as one story, written against the trait alone so
+//! every backend runs the same one (see atuin's `db_story.rs`). Today that
+//! is SQLite; PostgreSQL will add one `#[tokio::test]` calling `story`.
+
+use pith::auth::token_digest;
+use pith::model::{Body, CommunityName, Link, Title, Username, VoteTarget};
+use pith::store::sqlite::{SqliteOptions, SqliteStore};
+use pith::store::{ListTopics, NewCommunity, NewPost, NewTopic, PostSort, Store, StoreError, TimeWindow, TopicSort};
+
+fn body(s: &str) -> Body {
+    Body::parse(s).expect("body")
+}
+
+fn new_topic(community: &str, title: &str, text: Option<&str>) -> NewTopic {
+    NewTopic {
+        community: CommunityName::parse(community).expect("name"),
+        title: Title::parse(title).expect("title"),
+        body: text.map(body),
+        url: None,
+    }
+}
+
+fn reply(topic_id: i64, parent_id: Option<i64>, text: &str) -> NewPost {
+    NewPost { topic_id, parent_id, body: body(text) }
+}
+
+fn listing(community: Option<&str>, sort: TopicSort, limit: usize) -> ListTopics {
+    ListTopics { community: community.map(str::to_owned), sort, after: None, limit }
+}
+
+/// A small forum's life, checking what every call returns.
+pub async fn story<S: Store>(store: &S) {
+    // Accounts: alice runs the site, bob and carol post.
+    let alice =
+        store.create_user(Username::parse("alice").expect("name"), Some("hash-a".into()), true).await.expect("alice");
+    let bob = store.create_user(Username::parse("bob").expect("name"), None, false).await.expect("bob");
+    let carol = store.create_user(Username::parse("carol").expect("name"), None, false).await.expect("carol");
+    assert_eq!((alice.name.as_str(), alice.is_admin, bob.is_admin), ("alice", true, false));
+    assert_ne!(alice.id, bob.id);
+    let taken = store.create_user(Username::parse("ALICE").expect("name"), None, false).await;
+    assert!(matches!(taken, Err(StoreError::Conflict(_))), "names are unique ignoring case: {taken:?}");
+
+    let (found, hash) = store.user_credentials("alice".into()).await.expect("read").expect("alice exists");
+    assert_eq!((found, hash.as_deref()), (alice.clone(), Some("hash-a")));
+    assert_eq!(store.user_credentials("bob".into()).await.expect("read").map(|(_, h)| h), Some(None));
+    assert!(store.user_credentials("nobody".into()).await.expect("read").is_none());
+
+    // Tokens: stored by digest, revocable.
+    let (t1, t2) = (token_digest("bob-token-1"), token_digest("bob-token-2"));
+    store.add_token(bob.id, t1).await.expect("token");
+    store.add_token(bob.id, t2).await.expect("token");
+    assert_eq!(store.user_by_token(t1).await.expect("read"), Some(bob.clone()));
+    store.revoke_token(t1).await.expect("revoke");
+    assert_eq!(store.user_by_token(t1).await.expect("read"), None);
+    assert_eq!(store.user_by_token(t2).await.expect("read"), Some(bob.clone()), "only that token");
+    store.revoke_token(t1).await.expect("revoking twice is harmless");
+    assert_eq!(store.user_by_token(token_digest("never issued")).await.expect("read"), None);
+
+    // Communities: only an admin makes them, names are unique.
+    let raspi = NewCommunity {
+        name: CommunityName::parse("raspi").expect("name"),
+        title: Title::parse("Raspberry Pi").expect("title"),
+        description: "Small computers.".into(),
+    };
+    let refused = store.create_community(&bob, raspi.clone()).await;
+    assert!(matches!(refused, Err(StoreError::Forbidden(_))), "{refused:?}");
+    let community = store.create_community(&alice, raspi.clone()).await.expect("community");
+    assert_eq!(
+        (community.name.as_str(), community.title.as_str(), community.topic_count),
+        ("raspi", "Raspberry Pi", 0)
+    );
+    let again = store.create_community(&alice, raspi).await;
+    assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
+    let arduino = NewCommunity {
+        name: CommunityName::parse("arduino").expect("name"),
+        title: Title::parse("Arduino").expect("title"),
+        description: String::new(),
+    };
+    store.create_community(&alice, arduino).await.expect("arduino");
+    let names: Vec<String> = store.list_communities().await.expect("list").into_iter().map(|c| c.name).collect();
+    assert_eq!(names, ["arduino", "raspi"]);
+    assert_eq!(store.community("raspi".into()).await.expect("raspi").id, community.id);
+    assert!(matches!(store.community("nowhere".into()).await, Err(StoreError::NotFound(_))));
+
+    // Topics.
+    let mut with_link = new_topic("raspi", "Cards", Some("Which SD card?"));
+    with_link.url = Some(Link::parse("https://example.org/cards").expect("link"));
+    let cards = store.create_topic(&bob, with_link).await.expect("topic");
+    assert_eq!(cards.author.as_deref(), Some("bob"));
+    assert_eq!((cards.community.as_str(), cards.title.as_str()), ("raspi", "Cards"));
+    assert_eq!(
+        (cards.body.as_deref(), cards.url.as_deref()),
+        (Some("Which SD card?"), Some("https://example.org/cards"))
+    );
+    assert_eq!((cards.score, cards.post_count, cards.deleted, cards.edited_at), (0, 0, false, None));
+    let cases = store.create_topic(&carol, new_topic("raspi", "Cases", None)).await.expect("topic");
+    let blink = store.create_topic(&carol, new_topic("arduino", "Blink", None)).await.expect("topic");
+    let lost = store.create_topic(&carol, new_topic("nowhere", "Lost", None)).await;
+    assert!(matches!(lost, Err(StoreError::NotFound(_))), "{lost:?}");
+    assert_eq!(store.community("raspi".into()).await.expect("raspi").topic_count, 2);
+
+    // Posts, nested, and a parent from another topic refused.
+    let p1 = store.create_post(&carol, reply(cards.id, None, "SanDisk.")).await.expect("post");
+    assert_eq!(
+        (p1.topic_id, p1.parent_id, p1.author.as_deref(), p1.body.as_str()),
+        (cards.id, None, Some("carol"), "SanDisk.")
+    );
+    let p2 = store.create_post(&bob, reply(cards.id, Some(p1.id), "Which one?")).await.expect("post");
+    assert_eq!(p2.parent_id, Some(p1.id));
+    let p3 = store.create_post(&alice, reply(cards.id, Some(p2.id), "Extreme.")).await.expect("post");
+    let elsewhere = store.create_post(&bob, reply(blink.id, None, "Blinks.")).await.expect("post");
+    let crossed = store.create_post(&bob, reply(cards.id, Some(elsewhere.id), "crossed")).await;
+    assert!(matches!(crossed, Err(StoreError::Invalid(_))), "{crossed:?}");
+    let orphan = store.create_post(&bob, reply(cards.id, Some(i64::MAX), "orphan")).await;
+    assert!(matches!(orphan, Err(StoreError::Invalid(_))), "{orphan:?}");
+    let nowhere = store.create_post(&bob, reply(i64::MAX, None, "into the void")).await;
+    assert!(matches!(nowhere, Err(StoreError::NotFound(_))), "{nowhere:?}");
+
+    let (topic, posts) = store.topic_with_posts(cards.id, PostSort::Old).await.expect("read");
+    assert_eq!(topic.post_count, 3, "refused replies are not counted");
+    assert_eq!(posts.iter().map(|p| p.id).collect::<Vec<_>>(), [p1.id, p2.id, p3.id]);
+    assert!(matches!(store.topic_with_posts(i64::MAX, PostSort::Best).await, Err(StoreError::NotFound(_))));
+
+    // Votes: one per user per item; re-voting replaces, 0 withdraws.
+    let v = store.vote(&alice, VoteTarget::Post(p3.id), 1).await.expect("vote");
+    assert_eq!((v.score, v.vote, v.topic_id), (1, 1, cards.id));
+    assert_eq!(store.vote(&alice, VoteTarget::Post(p3.id), 1).await.expect("vote").score, 1);
+    assert_eq!(store.vote(&bob, VoteTarget::Post(p3.id), 1).await.expect("vote").score, 2);
+    assert_eq!(store.vote(&carol, VoteTarget::Post(p2.id), 1).await.expect("vote").score, 1);
+    assert_eq!(store.vote(&bob, VoteTarget::Post(p1.id), -1).await.expect("vote").score, -1);
+    assert_eq!(store.vote(&bob, VoteTarget::Post(p1.id), 1).await.expect("vote").score, 1);
+    assert_eq!(store.vote(&bob, VoteTarget::Post(p1.id), 0).await.expect("vote").score, 0);
+    let v = store.vote(&carol, VoteTarget::Topic(cases.id), -1).await.expect("vote");
+    assert_eq!((v.score, v.vote, v.topic_id), (-1, -1, cases.id));
+    assert_eq!(store.vote(&alice, VoteTarget::Topic(cards.id), 1).await.expect("vote").score, 1);
+    assert_eq!(store.vote(&carol, VoteTarget::Topic(cards.id), 1).await.expect("vote").score, 2);
+    assert!(matches!(store.vote(&bob, VoteTarget::Post(i64::MAX), 1).await, Err(StoreError::NotFound(_))));
+    assert!(matches!(store.vote(&bob, VoteTarget::Topic(i64::MAX), 1).await, Err(StoreError::NotFound(_))));
+
+    let order = |posts: Vec<pith::model::Post>| posts.into_iter().map(|p| (p.id, p.score)).collect::<Vec<_>>();
+    let (topic, best) = store.topic_with_posts(cards.id, PostSort::Best).await.expect("read");
+    assert_eq!(topic.score, 2);
+    assert_eq!(order(best), [(p3.id, 2), (p2.id, 1), (p1.id, 0)]);
+    let (_, new) = store.topic_with_posts(cards.id, PostSort::New).await.expect("read");
+    assert_eq!(order(new), [(p3.id, 2), (p2.id, 1), (p1.id, 0)]);
+    let (_, old) = store.topic_with_posts(cards.id, PostSort::Old).await.expect("read");
+    assert_eq!(order(old), [(p1.id, 0), (p2.id, 1), (p3.id, 2)]);
+
+    // Listings, and walking one with its cursor.
+    let ids = |page: pith::store::TopicPage| page.topics.into_iter().map(|t| t.id).collect::<Vec<_>>();
+    let top = store.list_topics(listing(None, TopicSort::Top(TimeWindow::All), 10)).await.expect("list");
+    assert!(top.next.is_none());
+    assert_eq!(ids(top), [cards.id, blink.id, cases.id]);
+    let hot = store.list_topics(listing(Some("raspi"), TopicSort::Hot, 10)).await.expect("list");
+    assert_eq!(ids(hot), [cards.id, cases.id]);
+    let first = store.list_topics(listing(None, TopicSort::New, 2)).await.expect("list");
+    let cursor = first.next.expect("a second page");
+    assert_eq!(ids(first), [blink.id, cases.id]);
+    let mut rest = listing(None, TopicSort::New, 2);
+    rest.after = Some(cursor);
+    let second = store.list_topics(rest.clone()).await.expect("list");
+    assert!(second.next.is_none());
+    assert_eq!(ids(second), [cards.id]);
+    rest.sort = TopicSort::Hot;
+    assert!(store.list_topics(rest).await.is_err(), "a new-cursor means nothing to hot");
+    assert!(matches!(
+        store.list_topics(listing(Some("nowhere"), TopicSort::Hot, 10)).await,
+        Err(StoreError::NotFound(_))
+    ));
+
+    // Edits: only by the author (or an admin).
+    let refused = store.edit_post(&carol, p2.id, body("hijacked")).await;
+    assert!(matches!(refused, Err(StoreError::Forbidden(_))), "{refused:?}");
+    let edited = store.edit_post(&bob, p2.id, body("Which one, exactly?")).await.expect("edit");
+    assert_eq!((edited.id, edited.body.as_str(), edited.score), (p2.id, "Which one, exactly?", 1));
+    assert!(edited.edited_at.is_some());
+    let moderated = store.edit_post(&alice, p1.id, body("[link removed]")).await.expect("an admin may edit");
+    assert_eq!(moderated.author.as_deref(), Some("carol"));
+    assert!(matches!(store.edit_post(&bob, i64::MAX, body("x")).await, Err(StoreError::NotFound(_))));
+    let refused = store.edit_topic(&carol, cards.id, Some(body("mine now"))).await;
+    assert!(matches!(refused, Err(StoreError::Forbidden(_))), "{refused:?}");
+    let topic = store.edit_topic(&bob, cards.id, Some(body("Which microSD card?"))).await.expect("edit");
+    assert_eq!((topic.body.as_deref(), topic.score, topic.post_count), (Some("Which microSD card?"), 2, 3));
+    assert!(topic.edited_at.is_some());
+
+    // Deleting a post blanks it but keeps its replies.
+    let refused = store.delete_post(&carol, p2.id).await;
+    assert!(matches!(refused, Err(StoreError::Forbidden(_))), "{refused:?}");
+    assert_eq!(store.delete_post(&bob, p2.id).await.expect("delete"), cards.id);
+    assert!(matches!(store.delete_post(&bob, p2.id).await, Err(StoreError::NotFound(_))), "only once");
+    assert!(matches!(store.edit_post(&bob, p2.id, body("back")).await, Err(StoreError::NotFound(_))));
+    assert!(matches!(store.vote(&carol, VoteTarget::Post(p2.id), 1).await, Err(StoreError::Invalid(_))));
+    let (_, posts) = store.topic_with_posts(cards.id, PostSort::Old).await.expect("read");
+    let gone = &posts[1];
+    assert_eq!((gone.id, gone.deleted, gone.body.as_str(), gone.author.as_deref()), (p2.id, true, "", None));
+    assert_eq!((posts[2].id, posts[2].parent_id, posts[2].deleted), (p3.id, Some(p2.id), false));
+
+    // Profiles: the account and its live recent activity, newest first.
+    let profile = store.profile("bob".into()).await.expect("profile");
+    assert_eq!(profile.user, bob);
+    assert_eq!(profile.topics.iter().map(|t| t.id).collect::<Vec<_>>(), [cards.id]);
+    assert_eq!(profile.posts.iter().map(|p| p.id).collect::<Vec<_>>(), [elsewhere.id], "the deleted post is hidden");
+    assert!(matches!(store.profile("nobody".into()).await, Err(StoreError::NotFound(_))));
+
+    // Deleting a topic hides it from listings and profiles, refuses replies.
+    let refused = store.delete_topic(&bob, cases.id).await;
+    assert!(matches!(refused, Err(StoreError::Forbidden(_))), "{refused:?}");
+    store.delete_topic(&carol, cases.id).await.expect("delete");
+    assert!(matches!(store.delete_topic(&carol, cases.id).await, Err(StoreError::NotFound(_))));
+    let (topic, _) = store.topic_with_posts(cases.id, PostSort::Best).await.expect("still readable");
+    assert_eq!((topic.deleted, topic.author, topic.body), (true, None, None));
+    let new = store.list_topics(listing(None, TopicSort::New, 10)).await.expect("list");
+    assert_eq!(ids(new), [blink.id, cards.id]);
+    assert_eq!(store.community("raspi".into()).await.expect("raspi").topic_count, 1);
+    assert_eq!(
+        store.profile("carol".into()).await.expect("profile").topics.iter().map(|t| t.id).collect::<Vec<_>>(),
+        [blink.id]
+    );
+    let late = store.create_post(&bob, reply(cases.id, None, "late")).await;
+    assert!(matches!(late, Err(StoreError::Invalid(_))), "{late:?}");
+    assert!(matches!(store.vote(&bob, VoteTarget::Topic(cases.id), 1).await, Err(StoreError::Invalid(_))));
+    assert!(matches!(store.edit_topic(&carol, cases.id, None).await, Err(StoreError::NotFound(_))));
+}
+
+#[tokio::test]
+async fn the_sqlite_store_tells_the_whole_story_and_keeps_it_across_a_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pith.db");
+    let opts = SqliteOptions { readers: 2, ..SqliteOptions::default() };
+    let store = SqliteStore::open(&path, &opts).expect("open");
+    story(&store).await;
+    store.shutdown().await;
+    drop(store);
+
+    let store = SqliteStore::open(&path, &opts).expect("reopen");
+    let names: Vec<String> = store.list_communities().await.expect("list").into_iter().map(|c| c.name).collect();
+    assert_eq!(names, ["arduino", "raspi"]);
+    let profile = store.profile("bob".into()).await.expect("profile");
+    assert_eq!(profile.topics[0].body.as_deref(), Some("Which microSD card?"));
+    store.shutdown().await;
+}

@@ -32,6 +32,9 @@ pub enum AppError {
     Conflict(String),
     #[error("request body is larger than {0} bytes")]
     PayloadTooLarge(usize),
+    /// Over a rate limit: what was limited, and how long until it is not.
+    #[error("too many {}; try again in {} s", .0, retry_after_secs(*.1))]
+    TooManyRequests(&'static str, std::time::Duration),
     #[error("{0}")]
     Unavailable(String),
     #[error("internal error")]
@@ -49,6 +52,7 @@ impl AppError {
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
             AppError::Conflict(_) => StatusCode::CONFLICT,
             AppError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            AppError::TooManyRequests(..) => StatusCode::TOO_MANY_REQUESTS,
             AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -64,6 +68,7 @@ impl AppError {
             AppError::NotFound(_) => "not_found",
             AppError::Conflict(_) => "conflict",
             AppError::PayloadTooLarge(_) => "payload_too_large",
+            AppError::TooManyRequests(..) => "rate_limited",
             AppError::Unavailable(_) => "unavailable",
             AppError::Internal(_) => "internal",
         }
@@ -107,10 +112,17 @@ impl IntoResponse for AppError {
             }
             other => other.to_string(),
         };
+        let retry_after = match &self {
+            AppError::TooManyRequests(_, after) => Some(retry_after_secs(*after)),
+            _ => None,
+        };
         let body = json!({ "error": { "code": self.code(), "message": message } });
         let mut res = (status, axum::Json(body)).into_response();
         if status == StatusCode::UNAUTHORIZED {
             res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(secs) = retry_after {
+            res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         if status == StatusCode::SERVICE_UNAVAILABLE {
             res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
@@ -120,3 +132,9 @@ impl IntoResponse for AppError {
 }
 
 pub type AppResult<T> = Result<T, AppError>;
+
+/// Whole seconds for `Retry-After`, rounded up so a client that waits that
+/// long is let in.
+fn retry_after_secs(d: std::time::Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}

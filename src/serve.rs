@@ -40,6 +40,19 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
         "starting pith {}",
         env!("CARGO_PKG_VERSION")
     );
+    let rate = &cfg.rate;
+    tracing::info!(
+        rate_limits = rate.enabled,
+        limit_post_user = %rate.post_user,
+        limit_post_ip = %rate.post_ip,
+        limit_vote_user = %rate.vote_user,
+        limit_vote_ip = %rate.vote_ip,
+        limit_register_ip = %rate.register_ip,
+        limit_login_user = %rate.login_user,
+        limit_login_ip = %rate.login_ip,
+        real_ip_header = rate.real_ip_header.as_deref().unwrap_or("(none: the socket's peer)"),
+        "rate limits"
+    );
     let opts = SqliteOptions {
         readers: cfg.readers,
         max_batch: cfg.max_batch,
@@ -49,7 +62,7 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     let store = SqliteStore::open(&path, &opts).with_context(|| format!("cannot open database {}", path.display()))?;
     let listener = bind(cfg.listen).with_context(|| format!("cannot listen on {}", cfg.listen))?;
     tracing::info!(addr = %listener.local_addr()?, "serving");
-    let state = AppState::with_live(store, cfg.cache_mb << 20, &cfg.live);
+    let state = AppState::with_config(store, cfg.cache_mb << 20, &cfg.live, &cfg.rate);
     let limits = http::server::ConnLimits {
         max_connections: cfg.max_connections.max(1),
         header_timeout: Duration::from_secs(cfg.header_timeout_secs.max(1)),

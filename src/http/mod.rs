@@ -4,6 +4,7 @@
 
 mod communities;
 pub mod extract;
+pub mod limits;
 pub mod live;
 mod openapi;
 mod posts;
@@ -24,7 +25,7 @@ use tokio::net::TcpListener;
 
 use crate::auth::TokenCache;
 use crate::cache::TopicCache;
-use crate::config::LiveConfig;
+use crate::config::{LiveConfig, RateConfig};
 use crate::error::AppError;
 use crate::store::Store;
 
@@ -40,6 +41,8 @@ pub struct App<S> {
     pub tokens: TokenCache,
     /// Live subscribers; writes publish their events here.
     pub live: crate::live::Hub,
+    /// Per-account and per-address rate limits (429 with Retry-After).
+    pub limits: limits::RateLimits,
 }
 
 /// Cheap to clone: one `Arc`.
@@ -64,11 +67,16 @@ impl<S: Store> AppState<S> {
     }
 
     pub fn with_live(store: S, cache_bytes: usize, live: &LiveConfig) -> Self {
+        Self::with_config(store, cache_bytes, live, &RateConfig::default())
+    }
+
+    pub fn with_config(store: S, cache_bytes: usize, live: &LiveConfig, rate: &RateConfig) -> Self {
         AppState(Arc::new_cyclic(|app| App {
             store,
             cache: TopicCache::new(cache_bytes),
             tokens: TokenCache::new(),
             live: crate::live::Hub::new(live, Some(live::token_resolver(app.clone()))),
+            limits: limits::RateLimits::new(rate),
         }))
     }
 }

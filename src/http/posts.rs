@@ -8,6 +8,7 @@ use axum::routing::{patch, post};
 use serde::Deserialize;
 
 use super::extract::{AuthUser, Json, Path};
+use super::limits::{Action, ClientIp, Who};
 use super::topics::{VoteRequest, cast_vote};
 use super::{AppState, commit};
 use crate::error::AppResult;
@@ -30,10 +31,12 @@ pub struct CreatePost {
 async fn create_post<S: Store>(
     State(state): State<AppState<S>>,
     auth: AuthUser,
+    ip: ClientIp,
     Path(topic_id): Path<i64>,
     Json(req): Json<CreatePost>,
 ) -> AppResult<Response> {
     let new = NewPost { topic_id, parent_id: req.parent_id, body: Body::parse(&req.body)? };
+    state.limits.check(Action::Post, ip, Who::User(auth.user.id))?;
     let post = commit(&state, move |st| async move {
         let post = st.store.create_post(&auth.user, new).await?;
         st.cache.invalidate(topic_id);
@@ -85,8 +88,9 @@ async fn delete_post<S: Store>(
 async fn vote_post<S: Store>(
     State(state): State<AppState<S>>,
     auth: AuthUser,
+    ip: ClientIp,
     Path(id): Path<i64>,
     Json(req): Json<VoteRequest>,
 ) -> AppResult<Response> {
-    cast_vote(&state, auth, VoteTarget::Post(id), req.value).await
+    cast_vote(&state, auth, ip, VoteTarget::Post(id), req.value).await
 }

@@ -10,6 +10,7 @@ use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 
 use super::extract::{AuthUser, Json, Path, Query};
+use super::limits::{Action, ClientIp, Who};
 use super::{AppState, commit};
 use crate::cache::Rendered;
 use crate::error::{AppError, AppResult};
@@ -207,6 +208,7 @@ pub struct CreateTopic {
 async fn create_topic<S: Store>(
     axum::extract::State(state): axum::extract::State<AppState<S>>,
     auth: AuthUser,
+    ip: ClientIp,
     Path(name): Path<String>,
     Json(req): Json<CreateTopic>,
 ) -> AppResult<Response> {
@@ -217,6 +219,7 @@ async fn create_topic<S: Store>(
         body: req.body.as_deref().filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?,
         url: req.url.as_deref().filter(|u| !u.is_empty()).map(Link::parse).transpose()?,
     };
+    state.limits.check(Action::Post, ip, Who::User(auth.user.id))?;
     let topic = commit(&state, move |st| async move {
         let topic = st.store.create_topic(&auth.user, new).await?;
         st.live.topic_created(&topic);
@@ -282,10 +285,11 @@ fn check_vote(v: i8) -> AppResult<i8> {
 async fn vote_topic<S: Store>(
     axum::extract::State(state): axum::extract::State<AppState<S>>,
     auth: AuthUser,
+    ip: ClientIp,
     Path(id): Path<i64>,
     Json(req): Json<VoteRequest>,
 ) -> AppResult<Response> {
-    cast_vote(&state, auth, VoteTarget::Topic(id), req.value).await
+    cast_vote(&state, auth, ip, VoteTarget::Topic(id), req.value).await
 }
 
 /// Records a vote on a topic or post, then evicts the topic's render and
@@ -293,10 +297,12 @@ async fn vote_topic<S: Store>(
 pub async fn cast_vote<S: Store>(
     state: &AppState<S>,
     auth: AuthUser,
+    ip: ClientIp,
     target: VoteTarget,
     value: i8,
 ) -> AppResult<Response> {
     let value = check_vote(value)?;
+    state.limits.check(Action::Vote, ip, Who::User(auth.user.id))?;
     let (is_post, id) = match target {
         VoteTarget::Topic(id) => (false, id),
         VoteTarget::Post(id) => (true, id),

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::extract::{AuthUser, Json, Path};
+use super::limits::{Action, ClientIp, Who};
 use crate::auth::{dummy_hash, hash_password, new_token, token_digest, verify_password};
 use crate::error::{AppError, AppResult};
 use crate::model::{Password, User, Username};
@@ -46,19 +47,31 @@ async fn issue_token<S: Store>(state: &AppState<S>, user: User) -> AppResult<Ses
     Ok(Session { token, user })
 }
 
-async fn register<S: Store>(State(state): State<AppState<S>>, Json(req): Json<Credentials>) -> AppResult<Response> {
+async fn register<S: Store>(
+    State(state): State<AppState<S>>,
+    ip: ClientIp,
+    Json(req): Json<Credentials>,
+) -> AppResult<Response> {
     let name = Username::parse(&req.username)?;
     let password = Password::parse(&req.password)?;
+    state.limits.check(Action::Register, ip, Who::Nobody)?;
     let hash = blocking(move || hash_password(password.as_str())).await?.map_err(AppError::Internal)?;
     let user = state.store.create_user(name, Some(hash), false).await?;
     let session = issue_token(&state, user).await?;
     Ok((StatusCode::CREATED, axum::Json(session)).into_response())
 }
 
-async fn login<S: Store>(State(state): State<AppState<S>>, Json(req): Json<Credentials>) -> AppResult<Response> {
+async fn login<S: Store>(
+    State(state): State<AppState<S>>,
+    ip: ClientIp,
+    Json(req): Json<Credentials>,
+) -> AppResult<Response> {
     if req.username.len() > 64 || req.password.len() > 256 {
         return Err(AppError::BadCredentials);
     }
+    // Every attempt counts, before the password is even hashed: brute force
+    // stalls at the limit, and a stalled guesser learns nothing.
+    state.limits.check(Action::Login, ip, Who::Name(&req.username))?;
     let found = state.store.user_credentials(req.username).await?;
     let (user, hash) = match found {
         Some((user, Some(hash))) => (Some(user), hash),

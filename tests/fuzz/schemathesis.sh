@@ -67,7 +67,7 @@ PITH_FUZZ_LOGOUT_TOKEN=$("$PITH" user add leaver --data-dir "$DATA" 2>/dev/null 
 export PITH_FUZZ_LOGOUT_TOKEN
 
 echo "== starting pith serve"
-NO_COLOR=1 PITH_LOG=info "$PITH" serve --listen 127.0.0.1:0 --data-dir "$DATA" --readers 2 --cache-mb 16 \
+NO_COLOR=1 PITH_LOG=info "$PITH" serve --listen 127.0.0.1:0 --data-dir "$DATA" --readers 2 --cache-mb 16 --rate-limits false \
     2>"$DATA/server.log" &
 SERVER_PID=$!
 ADDR=

@@ -65,7 +65,8 @@ impl Server {
     pub async fn start(data: &Path, log: PathBuf, patience: Duration) -> Server {
         let port = free_port();
         let child = pith()
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+            // Crash and fault tests write hard from one address.
+            .args(["serve", "--rate-limits", "false", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
             .arg(data)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use pith::config::{LiveConfig, RateConfig};
 use pith::http::{self, AppState};
 use pith::model::Username;
 use pith::store::sqlite::{SqliteOptions, SqliteStore};
@@ -43,6 +44,17 @@ pub async fn spawn_app_in(dir: tempfile::TempDir) -> TestApp {
 
 /// `spawn_app_in` with the server's per-request time limit set.
 pub async fn spawn_app_with(dir: tempfile::TempDir, request_timeout: Duration) -> TestApp {
+    // Tests make many accounts and writes from one address in a burst: the
+    // rate limits are tested on their own (limits.rs).
+    spawn_app_full(dir, request_timeout, &RateConfig::off()).await
+}
+
+/// A server with the given rate limits.
+pub async fn spawn_app_limited(rate: &RateConfig) -> TestApp {
+    spawn_app_full(tempfile::tempdir().expect("tempdir"), Duration::from_secs(30), rate).await
+}
+
+async fn spawn_app_full(dir: tempfile::TempDir, request_timeout: Duration, rate: &RateConfig) -> TestApp {
     let path = dir.path().join("pith.db");
     let store =
         SqliteStore::open(&path, &SqliteOptions { readers: 2, ..SqliteOptions::default() }).expect("open store");
@@ -60,7 +72,7 @@ pub async fn spawn_app_with(dir: tempfile::TempDir, request_timeout: Duration) -
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = format!("http://{}", listener.local_addr().expect("addr"));
     let (stop, stopped) = oneshot::channel::<()>();
-    let state = AppState::new(store, 16 << 20);
+    let state = AppState::with_config(store, 16 << 20, &LiveConfig::default(), rate);
     let server = tokio::spawn(http::run(listener, state.clone(), request_timeout, async {
         let _ = stopped.await;
     }));

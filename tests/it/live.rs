@@ -51,7 +51,7 @@ async fn spawn_live(tune: impl FnOnce(&mut LiveConfig)) -> LiveApp {
     store.add_token(admin.id, pith::auth::token_digest(&token)).await.expect("token");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let state = AppState::with_live(store, 16 << 20, &cfg);
+    let state = AppState::with_config(store, 16 << 20, &cfg, &pith::config::RateConfig::off());
     let (stop, stopped) = oneshot::channel::<()>();
     let server = tokio::spawn(http::run(listener, state.clone(), Duration::from_secs(30), async {
         let _ = stopped.await;

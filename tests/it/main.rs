@@ -23,6 +23,7 @@ mod faults;
 #[allow(dead_code)] // each test module uses a different subset
 mod helpers;
 mod hygiene;
+mod limits;
 mod listings;
 mod live;
 mod openapi;

@@ -1,0 +1,246 @@
+//! Rate limits per account and per client address, for the actions abuse
+//! goes through: posting, voting, registering and logging in. Each limit
+//! is a GCRA bucket from `governor` (a burst, then a steady refill); a
+//! request over any of its limits is answered 429 with `Retry-After`
+//! before it costs a write or an argon2 hash.
+
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::HeaderName;
+use axum::http::request::Parts;
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota};
+
+use super::AppState;
+use crate::config::{Rate, RateConfig};
+use crate::error::AppError;
+use crate::store::Store;
+
+/// What a request is about to do; each action has its own limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// A new topic or post.
+    Post,
+    Vote,
+    Register,
+    Login,
+}
+
+impl Action {
+    fn noun(self) -> &'static str {
+        match self {
+            Action::Post => "new topics and posts",
+            Action::Vote => "votes",
+            Action::Register => "registrations",
+            Action::Login => "login attempts",
+        }
+    }
+}
+
+/// Whose limit a request counts against besides its address.
+pub enum Who<'a> {
+    Nobody,
+    User(i64),
+    /// An account named in a login request, whether or not it exists, so
+    /// guessing at a name costs the same as guessing at a password.
+    Name(&'a str),
+}
+
+type Limiter<K> = DefaultKeyedRateLimiter<K>;
+
+pub struct RateLimits {
+    enabled: bool,
+    real_ip_header: Option<HeaderName>,
+    post_user: Limiter<i64>,
+    post_ip: Limiter<IpAddr>,
+    vote_user: Limiter<i64>,
+    vote_ip: Limiter<IpAddr>,
+    register_ip: Limiter<IpAddr>,
+    login_user: Limiter<String>,
+    login_ip: Limiter<IpAddr>,
+    checks: AtomicU64,
+}
+
+/// Forgotten keys are swept every this many checks, so a flood of new
+/// addresses cannot grow the maps without bound between sweeps.
+const SWEEP_EVERY: u64 = 4096;
+
+fn quota(rate: Rate) -> Quota {
+    let count = NonZeroU32::new(rate.count).unwrap_or(NonZeroU32::MIN);
+    let each = (rate.per / count.get()).max(Duration::from_nanos(1));
+    Quota::with_period(each).unwrap_or_else(|| Quota::per_second(count)).allow_burst(count)
+}
+
+impl RateLimits {
+    pub fn new(cfg: &RateConfig) -> RateLimits {
+        let header = cfg.real_ip_header.as_deref().and_then(|h| HeaderName::try_from(h.trim()).ok());
+        if cfg.real_ip_header.is_some() && header.is_none() {
+            tracing::warn!(header = ?cfg.real_ip_header, "--real-ip-header is not a valid header name; ignored");
+        }
+        RateLimits {
+            enabled: cfg.enabled,
+            real_ip_header: header,
+            post_user: Limiter::keyed(quota(cfg.post_user)),
+            post_ip: Limiter::keyed(quota(cfg.post_ip)),
+            vote_user: Limiter::keyed(quota(cfg.vote_user)),
+            vote_ip: Limiter::keyed(quota(cfg.vote_ip)),
+            register_ip: Limiter::keyed(quota(cfg.register_ip)),
+            login_user: Limiter::keyed(quota(cfg.login_user)),
+            login_ip: Limiter::keyed(quota(cfg.login_ip)),
+            checks: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts one `action` by `ip` (and `who`) and refuses it with 429 when
+    /// it goes over a limit. The address is checked first: a flood from one
+    /// address then cannot use up the bucket of the account it names.
+    pub fn check(&self, action: Action, ip: ClientIp, who: Who<'_>) -> Result<(), AppError> {
+        if !self.enabled {
+            return Ok(());
+        }
+        if self.checks.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
+            self.sweep();
+        }
+        let ip = ip.0;
+        let refused = match (action, who) {
+            (Action::Post, who) => wait(&self.post_ip, &ip).or_else(|| by_user(&self.post_user, who)),
+            (Action::Vote, who) => wait(&self.vote_ip, &ip).or_else(|| by_user(&self.vote_user, who)),
+            (Action::Register, _) => wait(&self.register_ip, &ip),
+            (Action::Login, Who::Name(name)) => {
+                wait(&self.login_ip, &ip).or_else(|| wait(&self.login_user, &name.to_lowercase()))
+            }
+            (Action::Login, _) => wait(&self.login_ip, &ip),
+        };
+        match refused {
+            None => Ok(()),
+            Some(after) => Err(AppError::TooManyRequests(action.noun(), after)),
+        }
+    }
+
+    fn sweep(&self) {
+        self.post_user.retain_recent();
+        self.post_ip.retain_recent();
+        self.vote_user.retain_recent();
+        self.vote_ip.retain_recent();
+        self.register_ip.retain_recent();
+        self.login_user.retain_recent();
+        self.login_ip.retain_recent();
+    }
+
+    /// The client's address: the socket's peer, or the configured proxy
+    /// header when it holds an address.
+    fn client_ip(&self, parts: &Parts) -> IpAddr {
+        let from_header = self.real_ip_header.as_ref().and_then(|name| {
+            let value = parts.headers.get(name)?.to_str().ok()?;
+            // A proxy appends the address it saw: the last entry is the one
+            // no client can forge.
+            value.rsplit(',').next()?.trim().parse::<IpAddr>().ok()
+        });
+        let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+        from_header.or(peer).unwrap_or(IpAddr::from([0, 0, 0, 0]))
+    }
+}
+
+fn by_user(limiter: &Limiter<i64>, who: Who<'_>) -> Option<Duration> {
+    match who {
+        Who::User(id) => wait(limiter, &id),
+        _ => None,
+    }
+}
+
+/// `None` when the request may go ahead, else how long to wait.
+fn wait<K: std::hash::Hash + Eq + Clone>(limiter: &Limiter<K>, key: &K) -> Option<Duration> {
+    limiter.check_key(key).err().map(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
+}
+
+/// The address a request counts against. IPv6 clients are grouped by
+/// their /64, which is what one household or server is usually given.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientIp(pub IpAddr);
+
+impl ClientIp {
+    fn grouped(ip: IpAddr) -> ClientIp {
+        match ip {
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => ClientIp(IpAddr::V4(v4)),
+                None => {
+                    let s = v6.segments();
+                    ClientIp(IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0)))
+                }
+            },
+            v4 => ClientIp(v4),
+        }
+    }
+}
+
+impl<S: Store> FromRequestParts<AppState<S>> for ClientIp {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState<S>) -> Result<Self, Self::Rejection> {
+        Ok(ClientIp::grouped(state.limits.client_ip(parts)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(rate: &str) -> RateLimits {
+        let r = Rate::parse(rate).expect("rate");
+        RateLimits::new(&RateConfig {
+            post_user: r,
+            post_ip: Rate { count: 1000, per: Duration::from_secs(1) },
+            login_user: r,
+            login_ip: Rate { count: 1000, per: Duration::from_secs(1) },
+            ..RateConfig::default()
+        })
+    }
+
+    #[test]
+    fn a_burst_passes_then_the_next_is_refused_with_a_wait() {
+        let l = limits("3/1m");
+        let ip = ClientIp(IpAddr::from([10, 0, 0, 1]));
+        for _ in 0..3 {
+            assert!(l.check(Action::Post, ip, Who::User(1)).is_ok());
+        }
+        match l.check(Action::Post, ip, Who::User(1)) {
+            Err(AppError::TooManyRequests(_, after)) => {
+                assert!(after > Duration::from_secs(15) && after <= Duration::from_secs(20), "{after:?}")
+            }
+            other => panic!("expected 429, got {other:?}"),
+        }
+        // Another account is not affected.
+        assert!(l.check(Action::Post, ip, Who::User(2)).is_ok());
+    }
+
+    #[test]
+    fn login_names_count_case_insensitively() {
+        let l = limits("2/1m");
+        let ip = ClientIp(IpAddr::from([10, 0, 0, 1]));
+        assert!(l.check(Action::Login, ip, Who::Name("Alice")).is_ok());
+        assert!(l.check(Action::Login, ip, Who::Name("alice")).is_ok());
+        assert!(l.check(Action::Login, ip, Who::Name("ALICE")).is_err());
+    }
+
+    #[test]
+    fn disabled_limits_refuse_nothing() {
+        let l = RateLimits::new(&RateConfig::off());
+        let ip = ClientIp(IpAddr::from([10, 0, 0, 1]));
+        for _ in 0..100 {
+            assert!(l.check(Action::Register, ip, Who::Nobody).is_ok());
+        }
+    }
+
+    #[test]
+    fn ipv6_clients_share_their_slash_64() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().expect("ip");
+        let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().expect("ip");
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().expect("ip");
+        assert_eq!(ClientIp::grouped(a).0, ClientIp::grouped(b).0);
+        assert_eq!(ClientIp::grouped(mapped).0, IpAddr::from([192, 0, 2, 7]));
+    }
+}

@@ -7,6 +7,11 @@
 //! database and may insert only if it is unchanged, so a render that raced
 //! with a write can never put stale bytes back after the write evicted them.
 //!
+//! Views: the cached bytes are always the *public* view of a topic. When
+//! moderators removed something in it, the entry also records who may see
+//! more (`Restricted`), so the handler can tell, without a query for
+//! anonymous readers, whether a request needs a private rendering instead.
+//!
 //! Single flight: when many requests miss the same entry at once, one
 //! renders and the others wait for its bytes. An invalidation also forgets
 //! the render in flight, so a read that starts after a write never waits on
@@ -20,6 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bytes::Bytes;
 use lru::LruCache;
 
+use crate::model::Restricted;
 use crate::store::PostSort;
 
 /// One rendered response.
@@ -30,17 +36,25 @@ pub struct Rendered {
     pub gzip: Option<Bytes>,
     /// A strong validator: `"` + hash of `body` + `"`.
     pub etag: String,
+    /// `None`: nothing in the topic is removed, every viewer gets `body`.
+    pub restricted: Option<Restricted>,
 }
 
 impl Rendered {
     pub fn new(body: Vec<u8>) -> Rendered {
+        Rendered::restricted(body, None)
+    }
+
+    /// A public rendering of a topic with removed content in it.
+    pub fn restricted(body: Vec<u8>, restricted: Option<Restricted>) -> Rendered {
         let etag = format!("\"{:032x}\"", xxhash_rust::xxh3::xxh3_128(&body));
         let gzip = if body.len() >= 256 { gzip(&body) } else { None };
-        Rendered { body: Bytes::from(body), gzip, etag }
+        Rendered { body: Bytes::from(body), gzip, etag, restricted }
     }
 
     fn weight(&self) -> usize {
-        self.body.len() + self.gzip.as_ref().map_or(0, |g| g.len()) + self.etag.len() + 128
+        let restricted = self.restricted.as_ref().map_or(0, |r| r.authors.len() * 8);
+        self.body.len() + self.gzip.as_ref().map_or(0, |g| g.len()) + self.etag.len() + restricted + 128
     }
 }
 

@@ -30,12 +30,39 @@ pub enum Command {
     },
     /// Load generators and reference servers for benchmarks.
     Bench(crate::bench::BenchArgs),
+    /// Copy the database to FILE while the server keeps running (a
+    /// consistent, checked snapshot).
+    Backup(BackupConfig),
+    /// Replace the database with a backup (stop `pith serve` first; the
+    /// replaced database is kept beside it).
+    Restore(RestoreConfig),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BackupConfig {
+    /// The backup file to write; it must not exist yet.
+    pub file: PathBuf,
+
+    #[command(flatten)]
+    pub data: DataConfig,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RestoreConfig {
+    /// A file written by `pith backup`.
+    pub file: PathBuf,
+
+    #[command(flatten)]
+    pub data: DataConfig,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum UserCommand {
     /// Create a user; prints a new API token as the last line of stdout.
     Add(UserAddConfig),
+    /// Create a one-use invite code for registration by invitation; prints
+    /// the code as the last line of stdout.
+    Invite(UserInviteConfig),
 }
 
 /// Where the data lives; shared by every subcommand that touches data.
@@ -356,6 +383,16 @@ pub struct UserAddConfig {
     /// Password; without one the account logs in only with the printed token.
     #[arg(long, env = "PITH_USER_PASSWORD")]
     pub password: Option<String>,
+
+    #[command(flatten)]
+    pub data: DataConfig,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct UserInviteConfig {
+    /// Days until the code expires; without it, the code never expires.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=366))]
+    pub expires_days: Option<u64>,
 
     #[command(flatten)]
     pub data: DataConfig,

@@ -91,6 +91,7 @@ impl From<StoreError> for AppError {
             StoreError::NotFound(what) => AppError::NotFound(what.to_owned()),
             StoreError::Conflict(m) => AppError::Conflict(m),
             StoreError::Forbidden(m) => AppError::Forbidden(m.to_owned()),
+            StoreError::Denied(code, m) => AppError::Rejected(StatusCode::FORBIDDEN, code, m),
             StoreError::Invalid(m) => AppError::Validation(m),
             StoreError::Unavailable(m) => AppError::Unavailable(m),
             StoreError::Internal(m) => AppError::Internal(m),

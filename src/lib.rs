@@ -11,9 +11,10 @@
 //! - `error`: `AppError`, the JSON error shape.
 //! - `live`: live updates over WebSocket and SSE (hub, hand-written
 //!   framing, one small task per socket, the `bench ws` load generator).
-//! - `serve`, `seed`, `users`, `bench`: the subcommands.
+//! - `serve`, `seed`, `users`, `bench`, `backup` (and restore): the subcommands.
 
 pub mod auth;
+pub mod backup;
 pub mod bench;
 pub mod cache;
 pub mod config;

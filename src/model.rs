@@ -4,6 +4,9 @@
 
 use serde::{Serialize, Serializer};
 
+mod moderation;
+pub use moderation::*;
+
 /// Unix seconds, serialised as RFC 3339 (`2026-11-22T10:00:00Z`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Timestamp(pub i64);
@@ -59,8 +62,17 @@ pub struct Topic {
     pub created_at: Timestamp,
     pub edited_at: Option<Timestamp>,
     pub deleted: bool,
+    /// Removed by a moderator: hidden from the public (see `redact`).
+    pub removed: bool,
+    /// Takes no new replies, except from moderators.
+    pub locked: bool,
     pub score: i64,
     pub post_count: i64,
+    /// For permission checks and `redact`; not part of the API.
+    #[serde(skip)]
+    pub community_id: i64,
+    #[serde(skip)]
+    pub author_id: i64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -74,7 +86,13 @@ pub struct Post {
     pub created_at: Timestamp,
     pub edited_at: Option<Timestamp>,
     pub deleted: bool,
+    /// Removed by a moderator: the body is hidden from the public (see
+    /// `redact`), the post keeps its place in the thread.
+    pub removed: bool,
     pub score: i64,
+    /// For `redact`; not part of the API.
+    #[serde(skip)]
+    pub author_id: i64,
     /// Who is told of this new post in their live inbox: the author of the
     /// post or topic it replies to (never the replier). Set only on a post
     /// just created.

@@ -60,6 +60,9 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
         ..SqliteOptions::default()
     };
     let store = SqliteStore::open(&path, &opts).with_context(|| format!("cannot open database {}", path.display()))?;
+    // Held until the process exits: refuses a second server or a restore.
+    // Taken after the open so a bad database is reported as such first.
+    let _lock = crate::backup::ServeLock::acquire(&path, "starting another server")?;
     let listener = bind(cfg.listen).with_context(|| format!("cannot listen on {}", cfg.listen))?;
     tracing::info!(addr = %listener.local_addr()?, "serving");
     let state = AppState::with_config(store, cfg.cache_mb << 20, &cfg.live, &cfg.rate);

@@ -1,11 +1,15 @@
-//! `pith user add`: create an account from the command line (the way to
-//! make the first administrator) and print a fresh API token.
+//! `pith user`: create an account from the command line (the way to make
+//! the first administrator) and print a fresh API token, or create an
+//! invite code for a site that admits by invitation.
+
+use std::future::Future;
+use std::path::Path;
 
 use anyhow::Context;
 
 use crate::auth::{hash_password, new_token, token_digest};
-use crate::config::UserAddConfig;
-use crate::model::{Password, Username};
+use crate::config::{UserAddConfig, UserInviteConfig};
+use crate::model::{Password, Timestamp, Username};
 use crate::store::Store;
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 
@@ -18,23 +22,49 @@ pub fn add(cfg: UserAddConfig) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let path = cfg.data.sqlite_path()?;
+    let (user, token) = with_store(&cfg.data.sqlite_path()?, |store| async move {
+        let user = store.create_user(name, hash, cfg.admin).await?;
+        let token = new_token();
+        store.add_token(user.id, token_digest(&token)).await?;
+        anyhow::Ok((user, token))
+    })?;
+    eprintln!("created user {} (id {}{})", user.name, user.id, if user.is_admin { ", admin" } else { "" });
+    println!("{token}");
+    Ok(())
+}
+
+/// Makes an invite code; the database keeps only its digest, so this is
+/// the one time it is shown.
+pub fn invite(cfg: UserInviteConfig) -> anyhow::Result<()> {
+    let code = new_token();
+    let digest = token_digest(&code);
+    let expires_at = cfg.expires_days.map(|d| Timestamp(Timestamp::now().0 + d as i64 * 86_400));
+    let invite = with_store(&cfg.data.sqlite_path()?, |store| async move {
+        anyhow::Ok(store.create_invite(None, digest, expires_at).await?)
+    })?;
+    match invite.expires_at {
+        Some(t) => eprintln!("created invite {} (expires {})", invite.id, t.rfc3339()),
+        None => eprintln!("created invite {} (never expires; works once)", invite.id),
+    }
+    println!("{code}");
+    Ok(())
+}
+
+/// Opens the database at `path`, runs `f` on it and shuts the store down
+/// cleanly (commit, checkpoint) whatever `f` returned.
+fn with_store<T, F, Fut>(path: &Path, f: F) -> anyhow::Result<T>
+where
+    F: FnOnce(std::sync::Arc<SqliteStore>) -> Fut,
+    Fut: Future<Output = anyhow::Result<T>>,
+{
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
         let opts = SqliteOptions { readers: 1, ..SqliteOptions::default() };
-        let store =
-            SqliteStore::open(&path, &opts).with_context(|| format!("cannot open database {}", path.display()))?;
-        let result = async {
-            let user = store.create_user(name, hash, cfg.admin).await?;
-            let token = new_token();
-            store.add_token(user.id, token_digest(&token)).await?;
-            anyhow::Ok((user, token))
-        }
-        .await;
+        let store = std::sync::Arc::new(
+            SqliteStore::open(path, &opts).with_context(|| format!("cannot open database {}", path.display()))?,
+        );
+        let result = f(store.clone()).await;
         store.shutdown().await;
-        let (user, token) = result?;
-        eprintln!("created user {} (id {}{})", user.name, user.id, if user.is_admin { ", admin" } else { "" });
-        println!("{token}");
-        Ok(())
+        result
     })
 }

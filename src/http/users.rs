@@ -30,6 +30,16 @@ pub struct Credentials {
     password: String,
 }
 
+/// A registration: credentials and, when the site admits by invitation
+/// only, an invite code.
+#[derive(Deserialize)]
+pub struct Registration {
+    username: String,
+    password: String,
+    #[serde(default)]
+    invite: Option<String>,
+}
+
 #[derive(Serialize)]
 struct Session {
     token: String,
@@ -50,13 +60,21 @@ async fn issue_token<S: Store>(state: &AppState<S>, user: User) -> AppResult<Ses
 async fn register<S: Store>(
     State(state): State<AppState<S>>,
     ip: ClientIp,
-    Json(req): Json<Credentials>,
+    Json(req): Json<Registration>,
 ) -> AppResult<Response> {
     let name = Username::parse(&req.username)?;
     let password = Password::parse(&req.password)?;
+    let invite = req.invite.filter(|code| !code.is_empty());
+    // Refused before the costly hash; the store checks again, in the
+    // transaction that creates the account.
+    let mode = state.store.site_settings().await?.registration;
+    if let Some((code, message)) = mode.refusal(invite.is_some()) {
+        return Err(AppError::Rejected(StatusCode::FORBIDDEN, code, message.into()));
+    }
     state.limits.check(Action::Register, ip, Who::Nobody)?;
     let hash = blocking(move || hash_password(password.as_str())).await?.map_err(AppError::Internal)?;
-    let user = state.store.create_user(name, Some(hash), false).await?;
+    let invite_hash = invite.map(|code| token_digest(&code));
+    let user = state.store.register_user(name, hash, invite_hash).await?;
     let session = issue_token(&state, user).await?;
     Ok((StatusCode::CREATED, axum::Json(session)).into_response())
 }

@@ -8,8 +8,8 @@ pub mod sqlite;
 use std::future::Future;
 
 use crate::model::{
-    Body, Community, CommunityName, Link, Post, Profile, Timestamp, Title, Topic, User, Username, VoteOutcome,
-    VoteTarget,
+    Ban, Body, Community, CommunityName, Invite, Link, ModAction, ModLogEntry, Moderated, Post, Profile, Reason,
+    Report, ReportStatus, SiteSettings, Timestamp, Title, Topic, User, Username, VoteOutcome, VoteTarget,
 };
 
 pub use cursor::Cursor;
@@ -25,6 +25,10 @@ pub enum StoreError {
     /// The acting user may not do this.
     #[error("{0}")]
     Forbidden(&'static str),
+    /// The acting user may not do this, for a reason with its own error
+    /// code (`banned`, `topic_locked`, `registration_closed`...).
+    #[error("{1}")]
+    Denied(&'static str, String),
     /// The request is well-formed but refers to something inconsistent
     /// (a parent post from another topic, say).
     #[error("{0}")]
@@ -122,6 +126,49 @@ pub struct NewPost {
     pub body: Body,
 }
 
+/// A ban as a moderator or admin issues it.
+#[derive(Debug, Clone)]
+pub struct NewBan {
+    /// `None`: site-wide (admins only).
+    pub community: Option<String>,
+    pub username: String,
+    pub reason: Reason,
+    /// `None`: permanent.
+    pub expires_at: Option<Timestamp>,
+}
+
+/// One page of a community's reports, newest first.
+#[derive(Debug, Clone)]
+pub struct ListReports {
+    pub community: String,
+    /// `None`: every status.
+    pub status: Option<ReportStatus>,
+    /// Only reports with a smaller id (the previous page's `next`).
+    pub after: Option<i64>,
+    pub limit: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReportPage {
+    pub reports: Vec<Report>,
+    pub next: Option<i64>,
+}
+
+/// One page of the moderation log, newest first.
+#[derive(Debug, Clone)]
+pub struct ListModLog {
+    /// `None`: the whole site, every community and site-wide actions.
+    pub community: Option<String>,
+    pub after: Option<i64>,
+    pub limit: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModLogPage {
+    pub entries: Vec<ModLogEntry>,
+    pub next: Option<i64>,
+}
+
 /// The storage interface. Every method is a single atomic operation; writes
 /// return only once durable.
 pub trait Store: Send + Sync + 'static {
@@ -153,6 +200,8 @@ pub trait Store: Send + Sync + 'static {
 
     // Topics and posts.
     fn list_topics(&self, q: ListTopics) -> impl Future<Output = StoreResult<TopicPage>> + Send;
+    /// The topic and its posts as stored: removed content included, for
+    /// the caller to `redact` for its viewer.
     fn topic_with_posts(&self, id: i64, sort: PostSort)
     -> impl Future<Output = StoreResult<(Topic, Vec<Post>)>> + Send;
     fn create_topic(&self, author: &User, new: NewTopic) -> impl Future<Output = StoreResult<Topic>> + Send;
@@ -169,6 +218,78 @@ pub trait Store: Send + Sync + 'static {
         target: VoteTarget,
         value: i8,
     ) -> impl Future<Output = StoreResult<VoteOutcome>> + Send;
+
+    // Moderation. Permissions are checked by the store, in the transaction
+    // that acts: site admins everywhere, moderators in their communities.
+    /// Is `user_id` a moderator of the community (admins aside)?
+    fn is_moderator(&self, user_id: i64, community_id: i64) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// A community's moderators, in order of appointment.
+    fn moderators(&self, community: String) -> impl Future<Output = StoreResult<Vec<User>>> + Send;
+    /// Appoints (`appoint`) or removes a moderator; site admins only.
+    /// Returns false when nothing changed.
+    fn set_moderator(
+        &self,
+        actor: &User,
+        community: String,
+        username: String,
+        appoint: bool,
+    ) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// Removes, restores, locks or unlocks; logged publicly.
+    fn moderate(
+        &self,
+        actor: &User,
+        action: ModAction,
+        reason: Reason,
+    ) -> impl Future<Output = StoreResult<Moderated>> + Send;
+    fn ban(&self, actor: &User, ban: NewBan) -> impl Future<Output = StoreResult<Ban>> + Send;
+    fn unban(
+        &self,
+        actor: &User,
+        community: Option<String>,
+        username: String,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Bans in force in a community (or site-wide); moderators only.
+    fn bans(&self, actor: &User, community: Option<String>) -> impl Future<Output = StoreResult<Vec<Ban>>> + Send;
+    fn report(
+        &self,
+        reporter: &User,
+        target: VoteTarget,
+        reason: Reason,
+    ) -> impl Future<Output = StoreResult<Report>> + Send;
+    /// Moderators only.
+    fn reports(&self, actor: &User, q: ListReports) -> impl Future<Output = StoreResult<ReportPage>> + Send;
+    fn resolve_report(
+        &self,
+        actor: &User,
+        id: i64,
+        status: ReportStatus,
+    ) -> impl Future<Output = StoreResult<Report>> + Send;
+    /// Public.
+    fn mod_log(&self, q: ListModLog) -> impl Future<Output = StoreResult<ModLogPage>> + Send;
+
+    // The site and registration.
+    fn site_settings(&self) -> impl Future<Output = StoreResult<SiteSettings>> + Send;
+    /// Site admins only.
+    fn set_site_settings(
+        &self,
+        actor: &User,
+        settings: SiteSettings,
+    ) -> impl Future<Output = StoreResult<SiteSettings>> + Send;
+    /// Stores an invite code's digest; `creator` is `None` on the command line.
+    fn create_invite(
+        &self,
+        creator: Option<&User>,
+        code_hash: [u8; 32],
+        expires_at: Option<Timestamp>,
+    ) -> impl Future<Output = StoreResult<Invite>> + Send;
+    /// Creates an account through public registration: checks the site's
+    /// registration mode and uses up the invite, in one transaction.
+    fn register_user(
+        &self,
+        name: Username,
+        password_hash: String,
+        invite_hash: Option<[u8; 32]>,
+    ) -> impl Future<Output = StoreResult<User>> + Send;
 
     /// Finish pending writes and checkpoint; called once at shutdown.
     fn shutdown(&self) -> impl Future<Output = ()> + Send;

@@ -393,6 +393,61 @@ async fn a_40000_character_post_fits_the_body_limit_even_with_every_character_es
     app.stop().await;
 }
 
+/// Each route reads no more than its fields can use: a declared length
+/// over the route's limit is refused before the body is read, and a body
+/// that lies about its length is cut off at the limit.
+#[tokio::test]
+async fn each_route_has_its_own_body_limit() {
+    let app = spawn_app().await;
+    app.community("raspi").await;
+    let alice = app.user("alice").await;
+    let topic = app.topic("raspi", &alice, "Limits").await;
+    // JSON followed by spaces up to `size` bytes: still valid JSON.
+    let padded = |json: &str, size: usize| format!("{json}{}", " ".repeat(size - json.len()));
+    let cases = [
+        ("/api/v1/auth/login", None, padded(r#"{"username":"alice","password":"x"}"#, 9 * 1024), 413),
+        ("/api/v1/auth/register", None, padded(r#"{"username":"bob","password":"x"}"#, 9 * 1024), 413),
+        (&*format!("/api/v1/topics/{topic}/vote"), Some(&alice), padded(r#"{"value":1}"#, 2 * 1024), 413),
+        ("/api/v1/communities", Some(&app.admin_token), padded(r#"{"name":"big","title":"t"}"#, 129 * 1024), 413),
+        // Under the limits: the request is judged on its fields.
+        (&*format!("/api/v1/topics/{topic}/vote"), Some(&alice), padded(r#"{"value":1}"#, 1000), 200),
+        ("/api/v1/auth/login", None, padded(r#"{"username":"alice","password":"x"}"#, 8000), 401),
+        (&*format!("/api/v1/topics/{topic}/posts"), Some(&alice), padded(r#"{"body":"big room"}"#, 400 * 1024), 201),
+    ];
+    for (path, token, body, want) in cases {
+        let mut req = app.req(Method::POST, path).header("content-type", "application/json").body(body.clone());
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        let reply = fetch(req).await;
+        let context = format!("POST {path} with {} bytes", body.len());
+        if want == 413 {
+            assert_error(&context, reply.status, &reply.json(), 413, "payload_too_large");
+        } else {
+            assert_eq!(reply.status, want, "{context}: {:?}", reply.json());
+        }
+    }
+    // A body longer than its Content-Length claims is cut at the limit.
+    let mut socket = tokio::net::TcpStream::connect(app.addr.trim_start_matches("http://")).await.expect("connect");
+    let head = format!(
+        "POST /api/v1/topics/{topic}/vote HTTP/1.1\r\nHost: pith\r\nContent-Type: application/json\r\n\
+         Authorization: Bearer {alice}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    );
+    socket.write_all(head.as_bytes()).await.expect("write head");
+    let chunk = " ".repeat(1500);
+    let chunked = format!("{:x}\r\n{chunk}\r\n0\r\n\r\n", chunk.len());
+    socket.write_all(chunked.as_bytes()).await.expect("write body");
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), socket.read_to_end(&mut answer))
+        .await
+        .expect("an answer")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "a chunked body over the limit: {answer}");
+    assert!(answer.contains("payload_too_large"), "{answer}");
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn a_client_that_stalls_mid_body_gets_a_408_with_the_error_shape() {
     let app = spawn_app_with(tempfile::tempdir().expect("tempdir"), Duration::from_millis(200)).await;

@@ -9,10 +9,13 @@
 //! - `bad_input`: every malformed request is a 4xx with the error shape.
 //! - `concurrency`: many writers and readers; read-your-write.
 //! - `crash`: the real binary under SIGKILL and SIGTERM.
+//! - `moderation`: moderators, removals, locks, bans, reports, the mod log,
+//!   registration modes.
 //! - `store`: the `Store` trait as one story, for every backend.
 
 mod accounts;
 mod api;
+mod backup;
 mod bad_input;
 mod cache;
 mod child;
@@ -26,6 +29,7 @@ mod hygiene;
 mod limits;
 mod listings;
 mod live;
+mod moderation;
 mod openapi;
 mod seeding;
 mod store;

@@ -12,10 +12,11 @@
 //!   route therefore needs its operation in `docs/openapi.json`, or an entry
 //!   in `UNDOCUMENTED` with the reason;
 //! - a scripted session (accounts, communities, topics, replies, votes,
-//!   listings, profiles, edits, deletes and the errors of each) gets only
-//!   documented statuses, content types, headers and bodies, checked with
-//!   the `jsonschema` crate against the document's schemas, and exercises
-//!   every documented operation successfully at least once.
+//!   listings, profiles, edits, moderation, registration modes, deletes and
+//!   the errors of each) gets only documented statuses, content types,
+//!   headers and bodies, checked with the `jsonschema` crate against the
+//!   document's schemas, and exercises every documented operation
+//!   successfully at least once.
 //!
 //! `tests/fuzz/schemathesis.sh` then fuzzes the server from the document.
 
@@ -687,6 +688,90 @@ async fn a_scripted_session_gets_only_documented_responses() {
     api.call(patch.clone(), &t_path, Some(&alice), Some(json!({})), 422).await;
     api.call(patch.clone(), &t_path, Some(&bob), Some(json!({"body": "mine now"})), 403).await;
     api.call(patch.clone(), "/topics/0", Some(&alice), Some(json!({"body": "x"})), 404).await;
+
+    // Moderation: moderators, removals (and the views they make), locks.
+    let put = Method::PUT;
+    let moddy = app.user("moddy").await;
+    api.call(get.clone(), "/communities/raspi/moderators", None, None, 200).await;
+    api.call(get.clone(), "/communities/nope/moderators", None, None, 404).await;
+    api.call(put.clone(), "/communities/raspi/moderators/moddy", Some(&admin), None, 204).await;
+    api.call(put.clone(), "/communities/raspi/moderators/moddy", Some(&bob), None, 403).await;
+    api.call(put.clone(), "/communities/raspi/moderators/nobody", Some(&admin), None, 404).await;
+    let reason = json!({"reason": "off topic"});
+    api.call(post.clone(), &format!("/posts/{p1}/remove"), Some(&moddy), Some(reason.clone()), 204).await;
+    api.call(post.clone(), &format!("/posts/{p1}/remove"), Some(&bob), Some(reason.clone()), 403).await;
+    api.call(post.clone(), "/posts/999999/remove", Some(&moddy), Some(reason.clone()), 404).await;
+    let public = api.call(get.clone(), &t_path, None, None, 200).await;
+    let hidden = public["posts"].as_array().expect("posts").iter().find(|p| p["id"] == p1).cloned();
+    assert_eq!(hidden.map(|p| (p["removed"].clone(), p["body"].clone())), Some((json!(true), json!(""))));
+    let own = api.raw(get.clone(), &t_path, |r| r.bearer_auth(&bob), 200).await;
+    assert_eq!(own.header("cache-control"), Some("private, no-cache"));
+    api.call(post.clone(), &format!("/posts/{p1}/restore"), Some(&moddy), Some(json!({})), 204).await;
+    api.call(post.clone(), &format!("/topics/{t}/lock"), Some(&moddy), Some(reason.clone()), 204).await;
+    api.call(post.clone(), &posts, Some(&bob), Some(json!({"body": "locked?"})), 403).await;
+    api.call(post.clone(), &format!("/topics/{t}/unlock"), Some(&moddy), Some(json!({"reason": null})), 204).await;
+    api.call(post.clone(), &format!("/topics/{t}/remove"), Some(&moddy), Some(reason.clone()), 204).await;
+    api.call(get.clone(), &t_path, None, None, 404).await;
+    api.call(post.clone(), &format!("/topics/{t}/restore"), Some(&moddy), Some(reason.clone()), 204).await;
+    let long = json!({"reason": "x".repeat(501)});
+    api.call(post.clone(), &format!("/topics/{t}/lock"), Some(&moddy), Some(long), 422).await;
+
+    // Reports.
+    let rude = json!({"reason": "rude"});
+    let report = api.call(post.clone(), &format!("/posts/{p1}/report"), Some(&alice), Some(rude.clone()), 201).await;
+    api.call(post.clone(), &format!("/posts/{p1}/report"), Some(&alice), Some(rude), 409).await;
+    api.call(post.clone(), &format!("/topics/{t}/report"), Some(&bob), Some(json!({"reason": "spam"})), 201).await;
+    api.call(post.clone(), &format!("/topics/{t}/report"), Some(&bob), Some(json!({"reason": " "})), 422).await;
+    api.call(post.clone(), "/topics/999999/report", Some(&bob), Some(json!({"reason": "spam"})), 404).await;
+    api.call(get.clone(), "/communities/raspi/reports", Some(&moddy), None, 200).await;
+    api.call(get.clone(), "/communities/raspi/reports?status=all&limit=1", Some(&moddy), None, 200).await;
+    api.call(get.clone(), "/communities/raspi/reports", Some(&alice), None, 403).await;
+    api.call(get.clone(), "/communities/raspi/reports?status=new", Some(&moddy), None, 400).await;
+    let report_path = format!("/reports/{}", id(&report));
+    api.call(patch.clone(), &report_path, Some(&moddy), Some(json!({"status": "dismissed"})), 200).await;
+    api.call(patch.clone(), &report_path, Some(&alice), Some(json!({"status": "resolved"})), 403).await;
+    api.call(patch.clone(), "/reports/999999", Some(&moddy), Some(json!({"status": "resolved"})), 404).await;
+
+    // Bans, in a community and site-wide.
+    let ban = json!({"username": "bob", "reason": "flaming", "duration_secs": 3600});
+    api.call(post.clone(), "/communities/raspi/bans", Some(&moddy), Some(ban), 201).await;
+    api.call(post.clone(), &posts, Some(&bob), Some(json!({"body": "banned?"})), 403).await;
+    api.call(post.clone(), &format!("/topics/{t}/vote"), Some(&bob), Some(json!({"value": 1})), 403).await;
+    api.call(get.clone(), "/communities/raspi/bans", Some(&moddy), None, 200).await;
+    api.call(get.clone(), "/communities/raspi/bans", Some(&bob), None, 403).await;
+    api.call(delete.clone(), "/communities/raspi/bans/bob", Some(&moddy), None, 204).await;
+    api.call(delete.clone(), "/communities/raspi/bans/bob", Some(&moddy), None, 404).await;
+    let zero = json!({"username": "bob", "duration_secs": 0});
+    api.call(post.clone(), "/communities/raspi/bans", Some(&moddy), Some(zero), 422).await;
+    api.call(post.clone(), "/admin/bans", Some(&admin), Some(json!({"username": "bob"})), 201).await;
+    api.call(post.clone(), "/admin/bans", Some(&moddy), Some(json!({"username": "bob"})), 403).await;
+    api.call(post.clone(), "/communities/raspi/topics", Some(&bob), Some(json!({"title": "x"})), 403).await;
+    api.call(get.clone(), "/admin/bans", Some(&admin), None, 200).await;
+    api.call(delete.clone(), "/admin/bans/bob", Some(&admin), None, 204).await;
+    api.call(delete.clone(), "/admin/bans/bob", Some(&admin), None, 404).await;
+
+    // The public moderation log.
+    let log = api.call(get.clone(), "/communities/raspi/modlog?limit=2", None, None, 200).await;
+    let next = log["next"].as_i64().expect("a second page");
+    api.call(get.clone(), &format!("/communities/raspi/modlog?after={next}"), None, None, 200).await;
+    api.call(get.clone(), "/modlog", None, None, 200).await;
+    api.call(get.clone(), "/modlog?limit=101", None, None, 400).await;
+    api.call(get.clone(), "/communities/nope/modlog", None, None, 404).await;
+    api.call(delete.clone(), "/communities/raspi/moderators/moddy", Some(&admin), None, 204).await;
+    api.call(delete.clone(), "/communities/raspi/moderators/moddy", Some(&admin), None, 404).await;
+
+    // Registration by invitation.
+    api.call(get.clone(), "/admin/settings", Some(&admin), None, 200).await;
+    api.call(get.clone(), "/admin/settings", Some(&alice), None, 403).await;
+    api.call(put.clone(), "/admin/settings", Some(&admin), Some(json!({"registration": "invite"})), 200).await;
+    let dan = json!({"username": "dan", "password": "password123"});
+    api.call(post.clone(), "/auth/register", None, Some(dan), 403).await;
+    let invite =
+        api.call(post.clone(), "/admin/invites", Some(&admin), Some(json!({"expires_in_secs": 60})), 201).await;
+    let dan = json!({"username": "dan", "password": "password123", "invite": invite["code"]});
+    api.call(post.clone(), "/auth/register", None, Some(dan), 201).await;
+    api.call(post.clone(), "/admin/invites", Some(&alice), Some(json!({})), 403).await;
+    api.call(put.clone(), "/admin/settings", Some(&admin), Some(json!({"registration": "open"})), 200).await;
 
     // Bodies that are not what the API takes.
     let bob_token: &str = &bob;

@@ -9,7 +9,10 @@ use crate::store::StoreError;
 
 /// Versioned migrations, applied in order; `PRAGMA user_version` records how
 /// many have run.
-const MIGRATIONS: &[&str] = &[include_str!("../../../migrations/sqlite/0001_core.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../../migrations/sqlite/0001_core.sql"),
+    include_str!("../../../migrations/sqlite/0002_moderation.sql"),
+];
 
 /// Which job a connection does; each gets different pragmas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

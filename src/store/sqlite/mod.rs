@@ -5,16 +5,25 @@
 
 mod checkpoint;
 pub mod conn;
+pub mod moderation;
 mod readers;
 pub mod reads;
+pub mod reports;
+pub mod site;
 mod writer;
 pub mod writes;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::model::{Body, Community, Post, Profile, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget};
-use crate::store::{ListTopics, NewCommunity, NewPost, NewTopic, PostSort, Store, StoreError, StoreResult, TopicPage};
+use crate::model::{
+    Ban, Body, Community, Invite, ModAction, Moderated, Post, Profile, Reason, Report, ReportStatus, SiteSettings,
+    Timestamp, Topic, User, Username, VoteOutcome, VoteTarget,
+};
+use crate::store::{
+    ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic, PostSort, ReportPage,
+    Store, StoreError, StoreResult, TopicPage,
+};
 
 use checkpoint::Checkpointer;
 use readers::Readers;
@@ -190,8 +199,95 @@ impl Store for SqliteStore {
     }
 
     async fn vote(&self, voter: &User, target: VoteTarget, value: i8) -> StoreResult<VoteOutcome> {
-        let voter = voter.clone();
-        self.writer.write(move |c| writes::vote(c, &voter, target, value)).await
+        let (voter, now) = (voter.clone(), Timestamp::now());
+        self.writer.write(move |c| writes::vote(c, &voter, target, value, now)).await
+    }
+
+    async fn is_moderator(&self, user_id: i64, community_id: i64) -> StoreResult<bool> {
+        self.readers.read(move |c| moderation::is_moderator(c, user_id, community_id)).await
+    }
+
+    async fn moderators(&self, community: String) -> StoreResult<Vec<User>> {
+        self.readers.read(move |c| moderation::moderators(c, &community)).await
+    }
+
+    async fn set_moderator(
+        &self,
+        actor: &User,
+        community: String,
+        username: String,
+        appoint: bool,
+    ) -> StoreResult<bool> {
+        let (actor, now) = (actor.clone(), Timestamp::now());
+        self.writer.write(move |c| moderation::set_moderator(c, &actor, &community, &username, appoint, now)).await
+    }
+
+    async fn moderate(&self, actor: &User, action: ModAction, reason: Reason) -> StoreResult<Moderated> {
+        let (actor, now) = (actor.clone(), Timestamp::now());
+        self.writer.write(move |c| moderation::moderate(c, &actor, action, &reason, now)).await
+    }
+
+    async fn ban(&self, actor: &User, ban: NewBan) -> StoreResult<Ban> {
+        let (actor, now) = (actor.clone(), Timestamp::now());
+        self.writer.write(move |c| moderation::ban(c, &actor, &ban, now)).await
+    }
+
+    async fn unban(&self, actor: &User, community: Option<String>, username: String) -> StoreResult<()> {
+        let (actor, now) = (actor.clone(), Timestamp::now());
+        self.writer.write(move |c| moderation::unban(c, &actor, community.as_deref(), &username, now)).await
+    }
+
+    async fn bans(&self, actor: &User, community: Option<String>) -> StoreResult<Vec<Ban>> {
+        let (actor, now) = (actor.clone(), Timestamp::now());
+        self.readers.read(move |c| moderation::bans(c, &actor, community.as_deref(), now)).await
+    }
+
+    async fn report(&self, reporter: &User, target: VoteTarget, reason: Reason) -> StoreResult<Report> {
+        let (reporter, now) = (reporter.clone(), Timestamp::now());
+        self.writer.write(move |c| reports::report(c, &reporter, target, &reason, now)).await
+    }
+
+    async fn reports(&self, actor: &User, q: ListReports) -> StoreResult<ReportPage> {
+        let actor = actor.clone();
+        self.readers.read(move |c| reports::reports(c, &actor, &q)).await
+    }
+
+    async fn resolve_report(&self, actor: &User, id: i64, status: ReportStatus) -> StoreResult<Report> {
+        let (actor, now) = (actor.clone(), Timestamp::now());
+        self.writer.write(move |c| reports::resolve_report(c, &actor, id, status, now)).await
+    }
+
+    async fn mod_log(&self, q: ListModLog) -> StoreResult<ModLogPage> {
+        self.readers.read(move |c| moderation::mod_log(c, &q)).await
+    }
+
+    async fn site_settings(&self) -> StoreResult<SiteSettings> {
+        self.readers.read(site::settings).await
+    }
+
+    async fn set_site_settings(&self, actor: &User, settings: SiteSettings) -> StoreResult<SiteSettings> {
+        let actor = actor.clone();
+        self.writer.write(move |c| site::set_settings(c, &actor, settings)).await
+    }
+
+    async fn create_invite(
+        &self,
+        creator: Option<&User>,
+        code_hash: [u8; 32],
+        expires_at: Option<Timestamp>,
+    ) -> StoreResult<Invite> {
+        let (creator, now) = (creator.cloned(), Timestamp::now());
+        self.writer.write(move |c| site::create_invite(c, creator.as_ref(), &code_hash, expires_at, now)).await
+    }
+
+    async fn register_user(
+        &self,
+        name: Username,
+        password_hash: String,
+        invite_hash: Option<[u8; 32]>,
+    ) -> StoreResult<User> {
+        let now = Timestamp::now();
+        self.writer.write(move |c| site::register_user(c, &name, &password_hash, invite_hash.as_ref(), now)).await
     }
 
     async fn shutdown(&self) {

@@ -13,7 +13,7 @@ pub fn user_row(r: &Row<'_>) -> rusqlite::Result<User> {
 }
 
 pub const TOPIC_COLS: &str = "t.id, c.name, u.name, t.title, t.body, t.url, t.created_at, t.edited_at, \
-     t.deleted, t.score, t.post_count, t.hot";
+     t.deleted, t.score, t.post_count, t.hot, t.community_id, t.author_id, t.removed, t.locked";
 pub const TOPIC_FROM: &str =
     "FROM topics t JOIN communities c ON c.id = t.community_id JOIN users u ON u.id = t.author_id";
 
@@ -29,13 +29,16 @@ pub fn topic_row(r: &Row<'_>) -> rusqlite::Result<Topic> {
         created_at: Timestamp(r.get(6)?),
         edited_at: r.get::<_, Option<i64>>(7)?.map(Timestamp),
         deleted,
+        removed: r.get(14)?,
+        locked: r.get(15)?,
         score: r.get(9)?,
         post_count: r.get(10)?,
+        community_id: r.get(12)?,
+        author_id: r.get(13)?,
     })
 }
 
-pub const POST_COLS: &str =
-    "p.id, p.topic_id, p.parent_id, u.name, p.body, p.created_at, p.edited_at, p.deleted, p.score";
+pub const POST_COLS: &str = "p.id, p.topic_id, p.parent_id, u.name, p.body, p.created_at, p.edited_at, p.deleted, p.score, p.author_id, p.removed";
 pub const POST_FROM: &str = "FROM posts p JOIN users u ON u.id = p.author_id";
 
 pub fn post_row(r: &Row<'_>) -> rusqlite::Result<Post> {
@@ -49,7 +52,9 @@ pub fn post_row(r: &Row<'_>) -> rusqlite::Result<Post> {
         created_at: Timestamp(r.get(5)?),
         edited_at: r.get::<_, Option<i64>>(6)?.map(Timestamp),
         deleted,
+        removed: r.get(10)?,
         score: r.get(8)?,
+        author_id: r.get(9)?,
         notify: None,
     })
 }
@@ -196,7 +201,9 @@ pub fn profile(conn: &Connection, name: &str) -> StoreResult<Profile> {
         .map_err(map_err)?;
     let posts = conn
         .prepare_cached(&format!(
-            "SELECT {POST_COLS} {POST_FROM} WHERE p.author_id = ?1 AND p.deleted = 0 AND p.removed = 0 \
+            // Replies in a removed topic are as hidden as the topic.
+            "SELECT {POST_COLS} {POST_FROM} JOIN topics t ON t.id = p.topic_id \
+             WHERE p.author_id = ?1 AND p.deleted = 0 AND p.removed = 0 AND t.removed = 0 \
              ORDER BY p.id DESC LIMIT ?2"
         ))
         .and_then(|mut s| s.query_map(params![user.id, PROFILE_ITEMS], post_row)?.collect())

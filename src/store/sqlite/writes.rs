@@ -5,6 +5,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::conn::{is_unique_violation, map_err};
+use super::moderation::{can_moderate, check_ban};
 use super::reads;
 use crate::model::{Community, Post, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank};
 use crate::store::{NewCommunity, NewPost, NewTopic, StoreError, StoreResult};
@@ -57,7 +58,13 @@ pub fn create_community(
             s.execute(params![new.name.as_str(), new.title.as_str(), new.description, creator.id, now.0])
         });
     match inserted {
-        Ok(_) => reads::community(conn, new.name.as_str()),
+        Ok(_) => {
+            // The creator is the community's first moderator.
+            conn.prepare_cached("INSERT INTO moderators (community_id, user_id, created_at) VALUES (?1, ?2, ?3)")
+                .and_then(|mut s| s.execute(params![conn.last_insert_rowid(), creator.id, now.0]))
+                .map_err(map_err)?;
+            reads::community(conn, new.name.as_str())
+        }
         Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("a community with that name exists".into())),
         Err(e) => Err(map_err(e)),
     }
@@ -65,6 +72,7 @@ pub fn create_community(
 
 pub fn create_topic(conn: &Connection, author: &User, new: &NewTopic, now: Timestamp) -> StoreResult<Topic> {
     let community_id = reads::community_id(conn, new.community.as_str())?;
+    check_ban(conn, author, Some(community_id), now)?;
     conn.prepare_cached(
         "INSERT INTO topics (community_id, author_id, title, body, url, created_at, hot) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -84,25 +92,47 @@ pub fn create_topic(conn: &Connection, author: &User, new: &NewTopic, now: Times
     reads::topic(conn, conn.last_insert_rowid())
 }
 
+/// Why a user touches their own item.
+#[derive(Clone, Copy)]
+enum Change {
+    /// At this time (for ban expiry).
+    Edit(Timestamp),
+    Delete,
+}
+
 /// Loads who wrote an item, failing when it is gone or `actor` may not
-/// change it.
-fn check_owner(conn: &Connection, table: &'static str, id: i64, actor: &User) -> StoreResult<()> {
-    let what = if table == "topics" { "topic" } else { "post" };
-    let row: Option<(i64, bool)> = conn
-        .prepare_cached(&format!("SELECT author_id, deleted FROM {table} WHERE id = ?1"))
-        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+/// change it. An edit is also refused when a moderator removed the item
+/// (an edit is published live with its body) or the author is banned.
+fn check_owner(conn: &Connection, table: &'static str, id: i64, actor: &User, change: Change) -> StoreResult<()> {
+    let (what, sql) = if table == "topics" {
+        ("topic", "SELECT author_id, deleted, removed, community_id FROM topics WHERE id = ?1")
+    } else {
+        (
+            "post",
+            // A post in a removed topic is as hidden as the topic.
+            "SELECT p.author_id, p.deleted, p.removed OR t.removed, t.community_id FROM posts p \
+             JOIN topics t ON t.id = p.topic_id WHERE p.id = ?1",
+        )
+    };
+    let row: Option<(i64, bool, bool, i64)> = conn
+        .prepare_cached(sql)
+        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).optional())
         .map_err(map_err)?;
     match row {
-        None | Some((_, true)) => Err(StoreError::NotFound(what)),
-        Some((author, _)) if author != actor.id && !actor.is_admin => {
+        None | Some((_, true, _, _)) => Err(StoreError::NotFound(what)),
+        Some((author, ..)) if author != actor.id && !actor.is_admin => {
             Err(StoreError::Forbidden("only the author may change this"))
         }
-        Some(_) => Ok(()),
+        Some((_, _, removed, community_id)) => match change {
+            Change::Edit(_) if removed => Err(StoreError::Forbidden("a moderator removed this; it cannot be edited")),
+            Change::Edit(now) => check_ban(conn, actor, Some(community_id), now),
+            Change::Delete => Ok(()),
+        },
     }
 }
 
 pub fn edit_topic(conn: &Connection, actor: &User, id: i64, body: Option<&str>, now: Timestamp) -> StoreResult<Topic> {
-    check_owner(conn, "topics", id, actor)?;
+    check_owner(conn, "topics", id, actor, Change::Edit(now))?;
     conn.prepare_cached("UPDATE topics SET body = ?1, edited_at = ?2 WHERE id = ?3")
         .and_then(|mut s| s.execute(params![body, now.0, id]))
         .map_err(map_err)?;
@@ -110,7 +140,7 @@ pub fn edit_topic(conn: &Connection, actor: &User, id: i64, body: Option<&str>, 
 }
 
 pub fn delete_topic(conn: &Connection, actor: &User, id: i64) -> StoreResult<()> {
-    check_owner(conn, "topics", id, actor)?;
+    check_owner(conn, "topics", id, actor, Change::Delete)?;
     conn.prepare_cached("UPDATE topics SET deleted = 1, body = NULL, url = NULL WHERE id = ?1")
         .and_then(|mut s| s.execute([id]))
         .map_err(map_err)?;
@@ -118,16 +148,28 @@ pub fn delete_topic(conn: &Connection, actor: &User, id: i64) -> StoreResult<()>
 }
 
 pub fn create_post(conn: &Connection, author: &User, new: &NewPost, now: Timestamp) -> StoreResult<Post> {
-    let topic: Option<(bool, i64)> = conn
-        .prepare_cached("SELECT deleted OR removed, author_id FROM topics WHERE id = ?1")
-        .and_then(|mut s| s.query_row([new.topic_id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+    let topic: Option<(bool, bool, bool, i64, i64)> = conn
+        .prepare_cached("SELECT deleted, removed, locked, author_id, community_id FROM topics WHERE id = ?1")
+        .and_then(|mut s| {
+            s.query_row([new.topic_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))).optional()
+        })
         .map_err(map_err)?;
-    // Whose reply this is: the parent post's author, else the topic's.
-    let mut replied_to = match topic {
-        None => return Err(StoreError::NotFound("topic")),
-        Some((true, _)) => return Err(StoreError::Invalid("the topic has been deleted".into())),
-        Some((false, author)) => Some(author),
+    let Some((deleted, removed, locked, topic_author, community_id)) = topic else {
+        return Err(StoreError::NotFound("topic"));
     };
+    if deleted {
+        return Err(StoreError::Invalid("the topic has been deleted".into()));
+    }
+    if removed {
+        return Err(StoreError::Invalid("the topic has been removed by a moderator".into()));
+    }
+    check_ban(conn, author, Some(community_id), now)?;
+    // Moderators may still reply in a locked topic (to explain the lock).
+    if locked && !can_moderate(conn, author, community_id)? {
+        return Err(StoreError::Denied("topic_locked", "the topic is locked: it takes no new replies".into()));
+    }
+    // Whose reply this is: the parent post's author, else the topic's.
+    let mut replied_to = Some(topic_author);
     if let Some(parent) = new.parent_id {
         let parent_row: Option<(i64, i64, bool)> = conn
             .prepare_cached("SELECT topic_id, author_id, deleted FROM posts WHERE id = ?1")
@@ -160,7 +202,9 @@ pub fn create_post(conn: &Connection, author: &User, new: &NewPost, now: Timesta
         created_at: now,
         edited_at: None,
         deleted: false,
+        removed: false,
         score: 0,
+        author_id: author.id,
         notify: replied_to.filter(|&u| u != author.id),
     })
 }
@@ -173,7 +217,7 @@ pub fn post(conn: &Connection, id: i64) -> StoreResult<Post> {
 }
 
 pub fn edit_post(conn: &Connection, actor: &User, id: i64, body: &str, now: Timestamp) -> StoreResult<Post> {
-    check_owner(conn, "posts", id, actor)?;
+    check_owner(conn, "posts", id, actor, Change::Edit(now))?;
     conn.prepare_cached("UPDATE posts SET body = ?1, edited_at = ?2 WHERE id = ?3")
         .and_then(|mut s| s.execute(params![body, now.0, id]))
         .map_err(map_err)?;
@@ -181,32 +225,40 @@ pub fn edit_post(conn: &Connection, actor: &User, id: i64, body: &str, now: Time
 }
 
 pub fn delete_post(conn: &Connection, actor: &User, id: i64) -> StoreResult<i64> {
-    check_owner(conn, "posts", id, actor)?;
+    check_owner(conn, "posts", id, actor, Change::Delete)?;
     conn.prepare_cached("UPDATE posts SET deleted = 1, body = '' WHERE id = ?1")
         .and_then(|mut s| s.execute([id]))
         .map_err(map_err)?;
     Ok(post(conn, id)?.topic_id)
 }
 
-pub fn vote(conn: &Connection, voter: &User, target: VoteTarget, value: i8) -> StoreResult<VoteOutcome> {
+pub fn vote(
+    conn: &Connection,
+    voter: &User,
+    target: VoteTarget,
+    value: i8,
+    now: Timestamp,
+) -> StoreResult<VoteOutcome> {
     let (kind, id, table) = match target {
         VoteTarget::Topic(id) => (0, id, "topics"),
         VoteTarget::Post(id) => (1, id, "posts"),
     };
     let topic_sql = if kind == 0 {
-        "SELECT id, deleted OR removed, created_at FROM topics WHERE id = ?1"
+        "SELECT id, deleted OR removed, created_at, community_id FROM topics WHERE id = ?1"
     } else {
-        "SELECT p.topic_id, p.deleted OR p.removed OR t.deleted OR t.removed, p.created_at \
+        "SELECT p.topic_id, p.deleted OR p.removed OR t.deleted OR t.removed, p.created_at, t.community_id \
          FROM posts p JOIN topics t ON t.id = p.topic_id WHERE p.id = ?1"
     };
-    let (topic_id, gone, created_at): (i64, bool, i64) = conn
+    let (topic_id, gone, created_at, community_id): (i64, bool, i64, i64) = conn
         .prepare_cached(topic_sql)
-        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional())
+        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).optional())
         .map_err(map_err)?
         .ok_or(StoreError::NotFound(if kind == 0 { "topic" } else { "post" }))?;
     if gone {
-        return Err(StoreError::Invalid("cannot vote on deleted content".into()));
+        return Err(StoreError::Invalid("cannot vote on deleted or removed content".into()));
     }
+    // Votes in a locked topic stay allowed (as on Reddit); bans apply.
+    check_ban(conn, voter, Some(community_id), now)?;
     let old: i64 = conn
         .prepare_cached("SELECT value FROM votes WHERE user_id = ?1 AND kind = ?2 AND target_id = ?3")
         .and_then(|mut s| s.query_row(params![voter.id, kind, id], |r| r.get(0)).optional())

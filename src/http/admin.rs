@@ -1,0 +1,105 @@
+//! Site administration routes: the registration setting, invite codes and
+//! site-wide bans. Site administrators only (`users.is_admin`).
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use serde::{Deserialize, Serialize};
+
+use super::AppState;
+use super::extract::{AuthUser, Json, Path};
+use super::moderation::{BanRequest, ban, bans, unban};
+use crate::auth::{new_token, token_digest};
+use crate::error::{AppError, AppResult};
+use crate::model::{SiteSettings, Timestamp};
+use crate::store::Store;
+
+pub fn router<S: Store>() -> Router<AppState<S>> {
+    Router::new()
+        .route("/admin/settings", get(get_settings::<S>).put(put_settings::<S>))
+        .route("/admin/invites", post(create_invite::<S>))
+        .route("/admin/bans", get(list_site_bans::<S>).post(site_ban::<S>))
+        .route("/admin/bans/{username}", delete(site_unban::<S>))
+}
+
+/// Refuses anyone but a site administrator, before anything else is read.
+fn admin_only(auth: &AuthUser) -> AppResult<()> {
+    if auth.user.is_admin { Ok(()) } else { Err(AppError::Forbidden("site administrators only".into())) }
+}
+
+async fn get_settings<S: Store>(State(state): State<AppState<S>>, auth: AuthUser) -> AppResult<Response> {
+    admin_only(&auth)?;
+    Ok(axum::Json(state.store.site_settings().await?).into_response())
+}
+
+async fn put_settings<S: Store>(
+    State(state): State<AppState<S>>,
+    auth: AuthUser,
+    Json(settings): Json<SiteSettings>,
+) -> AppResult<Response> {
+    admin_only(&auth)?;
+    Ok(axum::Json(state.store.set_site_settings(&auth.user, settings).await?).into_response())
+}
+
+#[derive(Deserialize)]
+pub struct InviteRequest {
+    /// Absent or null: the code never expires (it still works only once).
+    #[serde(default)]
+    expires_in_secs: Option<u64>,
+}
+
+/// Longest an invite may stay valid: a year.
+const MAX_INVITE_SECS: u64 = 366 * 86_400;
+
+#[derive(Serialize)]
+struct NewInvite {
+    /// Shown only now: the server keeps just its SHA-256.
+    code: String,
+    created_at: Timestamp,
+    expires_at: Option<Timestamp>,
+}
+
+async fn create_invite<S: Store>(
+    State(state): State<AppState<S>>,
+    auth: AuthUser,
+    Json(req): Json<InviteRequest>,
+) -> AppResult<Response> {
+    admin_only(&auth)?;
+    let expires_at = match req.expires_in_secs {
+        None => None,
+        Some(secs) if (1..=MAX_INVITE_SECS).contains(&secs) => Some(Timestamp(Timestamp::now().0 + secs as i64)),
+        Some(_) => {
+            return Err(AppError::Validation(format!("expires_in_secs must be between 1 and {MAX_INVITE_SECS}")));
+        }
+    };
+    // As random as a session token (256 bits), so it cannot be guessed.
+    let code = new_token();
+    let invite = state.store.create_invite(Some(&auth.user), token_digest(&code), expires_at).await?;
+    let body = NewInvite { code, created_at: invite.created_at, expires_at: invite.expires_at };
+    Ok((StatusCode::CREATED, axum::Json(body)).into_response())
+}
+
+async fn list_site_bans<S: Store>(State(state): State<AppState<S>>, auth: AuthUser) -> AppResult<Response> {
+    admin_only(&auth)?;
+    bans(&state, auth, None).await
+}
+
+async fn site_ban<S: Store>(
+    State(state): State<AppState<S>>,
+    auth: AuthUser,
+    Json(req): Json<BanRequest>,
+) -> AppResult<Response> {
+    admin_only(&auth)?;
+    ban(&state, auth, None, req).await
+}
+
+async fn site_unban<S: Store>(
+    State(state): State<AppState<S>>,
+    auth: AuthUser,
+    Path(user): Path<String>,
+) -> AppResult<StatusCode> {
+    admin_only(&auth)?;
+    unban(&state, auth, None, user).await
+}

@@ -14,4 +14,8 @@ cargo test --locked --all-targets
 echo "== API fuzzing from docs/openapi.json (schemathesis, at most 300 s)"
 tests/fuzz/schemathesis.sh
 
+echo "== the web forum in headless Chromium (playwright-core)"
+# Screenshots go to target/ here; `tests/browser/run.sh` alone refreshes docs/screenshots/.
+PITH_SCREENSHOTS="${CARGO_TARGET_DIR:-target}/screenshots" tests/browser/run.sh
+
 echo "== all tests passed"

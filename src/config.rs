@@ -144,6 +144,12 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub rate: RateConfig,
+
+    /// Mark the web session cookies `Secure` (serve over HTTPS, e.g. behind a
+    /// TLS proxy). They are also marked when a request carries
+    /// `X-Forwarded-Proto: https`.
+    #[arg(long, env = "PITH_SECURE_COOKIES", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub secure_cookies: bool,
 }
 
 /// Rate limits (docs/SECURITY.md): each is `COUNT/PERIOD`, a burst of COUNT

@@ -6,11 +6,13 @@
 //! - `store`: the `Store` trait and its SQLite backend (writer thread with
 //!   group commit, reader pool, checkpointer).
 //! - `cache`: rendered topic responses with gzip variants and ETags.
+//! - `markdown`: user Markdown to sanitized HTML (pulldown-cmark, ammonia).
 //! - `auth`: argon2id passwords, bearer tokens, the token cache.
 //! - `http`: the axum router, extractors and route modules.
 //! - `error`: `AppError`, the JSON error shape.
 //! - `live`: live updates over WebSocket and SSE (hub, hand-written
 //!   framing, one small task per socket, the `bench ws` load generator).
+//! - `web`: the HTML forum (pages, cookie sessions, CSRF, assets, feeds).
 //! - `serve`, `seed`, `users`, `bench`, `backup` (and restore): the subcommands.
 
 pub mod auth;
@@ -21,8 +23,10 @@ pub mod config;
 pub mod error;
 pub mod http;
 pub mod live;
+pub mod markdown;
 pub mod model;
 pub mod seed;
 pub mod serve;
 pub mod store;
 pub mod users;
+pub mod web;

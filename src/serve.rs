@@ -27,6 +27,7 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
         header_timeout_secs = cfg.header_timeout_secs,
         max_header_kb = cfg.max_header_kb,
         max_connections = cfg.max_connections,
+        secure_cookies = cfg.secure_cookies,
         live_ping_interval = ?cfg.live.ping_interval,
         live_max_sockets = cfg.live.max_sockets,
         live_max_sockets_per_ip = cfg.live.max_sockets_per_ip,
@@ -66,6 +67,7 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     let listener = bind(cfg.listen).with_context(|| format!("cannot listen on {}", cfg.listen))?;
     tracing::info!(addr = %listener.local_addr()?, "serving");
     let state = AppState::with_config(store, cfg.cache_mb << 20, &cfg.live, &cfg.rate);
+    state.web.set_secure_cookies(cfg.secure_cookies);
     let limits = http::server::ConnLimits {
         max_connections: cfg.max_connections.max(1),
         header_timeout: Duration::from_secs(cfg.header_timeout_secs.max(1)),

@@ -48,6 +48,18 @@ pub fn body_limit(route: &str) -> usize {
         "/auth/register" | "/auth/login" | "/auth/logout" => 8 * KIB,
         // A community's name, title and a 10,000-character description.
         "/communities" => 128 * KIB,
+        // Moderation: a 500-character reason, a username, a duration.
+        r if r.ends_with("/remove")
+            || r.ends_with("/restore")
+            || r.ends_with("/lock")
+            || r.ends_with("/unlock")
+            || r.ends_with("/report")
+            || r.ends_with("/bans")
+            || r.starts_with("/reports/")
+            || r.starts_with("/admin/") =>
+        {
+            16 * KIB
+        }
         _ => MAX_BODY_BYTES,
     }
 }
@@ -84,6 +96,8 @@ pub struct App<S> {
     pub live: crate::live::Hub,
     /// Per-account and per-address rate limits (429 with Retry-After).
     pub limits: limits::RateLimits,
+    /// The HTML forum's settings (secure cookies).
+    pub web: crate::web::Settings,
 }
 
 /// Cheap to clone: one `Arc`.
@@ -118,6 +132,7 @@ impl<S: Store> AppState<S> {
             tokens: TokenCache::new(),
             live: crate::live::Hub::new(live, Some(live::token_resolver(app.clone()))),
             limits: limits::RateLimits::new(rate),
+            web: crate::web::Settings::default(),
         }))
     }
 }
@@ -135,6 +150,7 @@ pub fn router<S: Store>(state: AppState<S>, request_timeout: Duration) -> Router
     let api = api.route_layer(axum::middleware::from_fn(route_body_limit));
     Router::new()
         .nest("/api/v1", api)
+        .merge(crate::web::router())
         .route("/healthz", get(|| async { "ok\n" }))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -163,8 +179,12 @@ async fn time_limit(
 }
 
 /// A browser gets an HTML 404 page; API clients the JSON error.
-async fn not_found(uri: Uri) -> AppError {
-    AppError::NotFound(format!("route {}", uri.path()))
+async fn not_found(uri: Uri, headers: axum::http::HeaderMap) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if !uri.path().starts_with("/api/") && crate::web::wants_html(&headers) {
+        return crate::web::not_found_page(&uri);
+    }
+    AppError::NotFound(format!("route {}", uri.path())).into_response()
 }
 
 async fn method_not_allowed(method: Method, uri: Uri) -> AppError {

@@ -409,6 +409,8 @@ async fn each_route_has_its_own_body_limit() {
         ("/api/v1/auth/register", None, padded(r#"{"username":"bob","password":"x"}"#, 9 * 1024), 413),
         (&*format!("/api/v1/topics/{topic}/vote"), Some(&alice), padded(r#"{"value":1}"#, 2 * 1024), 413),
         ("/api/v1/communities", Some(&app.admin_token), padded(r#"{"name":"big","title":"t"}"#, 129 * 1024), 413),
+        (&*format!("/api/v1/topics/{topic}/report"), Some(&alice), padded(r#"{"reason":"spam"}"#, 17 * 1024), 413),
+        ("/api/v1/admin/invites", Some(&app.admin_token), padded("{}", 17 * 1024), 413),
         // Under the limits: the request is judged on its fields.
         (&*format!("/api/v1/topics/{topic}/vote"), Some(&alice), padded(r#"{"value":1}"#, 1000), 200),
         ("/api/v1/auth/login", None, padded(r#"{"username":"alice","password":"x"}"#, 8000), 401),

@@ -12,6 +12,7 @@
 //! - `moderation`: moderators, removals, locks, bans, reports, the mod log,
 //!   registration modes.
 //! - `store`: the `Store` trait as one story, for every backend.
+//! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
 
 mod accounts;
 mod api;
@@ -31,6 +32,7 @@ mod listings;
 mod live;
 mod moderation;
 mod openapi;
+mod pages;
 mod seeding;
 mod store;
 mod votes;

@@ -1,0 +1,227 @@
+//! Log in, register and log out with forms. The same password rules,
+//! rate limits, argon2id hashing and token table as `/api/v1/auth/*`; the
+//! token goes into an HttpOnly cookie instead of a JSON body.
+
+use askama::Template;
+use axum::extract::rejection::FormRejection;
+use axum::extract::{Form, Query, State};
+use axum::http::{StatusCode, Uri, header};
+use axum::response::Response;
+use serde::Deserialize;
+
+use super::topic::csrf_refused;
+use super::{Ctx, Session, capitalise, error_page, local_path, see_other};
+use crate::auth::{dummy_hash, hash_password, new_token, token_digest, verify_password};
+use crate::error::{AppError, AppResult};
+use crate::http::AppState;
+use crate::http::limits::{Action, ClientIp, Who};
+use crate::model::{Password, RegistrationMode, User, Username};
+use crate::store::Store;
+
+#[derive(Template)]
+#[template(path = "login.html")]
+struct LoginPage {
+    ctx: Ctx,
+    username: String,
+    next: String,
+    error: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "register.html")]
+struct RegisterPage {
+    ctx: Ctx,
+    username: String,
+    invite_only: bool,
+    closed: bool,
+    error: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct NextParam {
+    #[serde(default)]
+    next: String,
+}
+
+#[derive(Deserialize)]
+pub struct LoginForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    username: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    next: String,
+}
+
+#[derive(Deserialize)]
+pub struct RegisterForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    username: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    invite: String,
+}
+
+pub async fn login_form(session: Session, uri: Uri, Query(q): Query<NextParam>) -> Response {
+    let ctx = Ctx::with_anon_csrf(&session, &uri);
+    let next = local_path(&q.next).to_owned();
+    ctx.page(StatusCode::OK, &LoginPage { ctx: ctx.clone(), username: String::new(), next, error: None })
+}
+
+pub async fn login<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    ip: ClientIp,
+    form: Result<Form<LoginForm>, FormRejection>,
+) -> Response {
+    let ctx = Ctx::with_anon_csrf(&session, &uri);
+    let Ok(Form(form)) = form else {
+        return error_page(&ctx, AppError::BadRequest("invalid_form", "the form could not be read".into()));
+    };
+    if !session.csrf_ok(&form.csrf) {
+        return csrf_refused(&ctx);
+    }
+    let next = local_path(&form.next).to_owned();
+    match check_login(&state, ip, &form.username, form.password).await {
+        Ok(user) => match start_session(&state, &session, &user, &next).await {
+            Ok(res) => res,
+            Err(e) => error_page(&ctx, e),
+        },
+        Err(e) => {
+            let page =
+                LoginPage { ctx: ctx.clone(), username: form.username, next, error: Some(capitalise(&e.to_string())) };
+            ctx.page(e.status(), &page)
+        }
+    }
+}
+
+/// The API's login checks: the limit counts every attempt before any
+/// hashing, and an unknown name costs as long as a wrong password.
+async fn check_login<S: Store>(state: &AppState<S>, ip: ClientIp, name: &str, password: String) -> AppResult<User> {
+    if name.len() > 64 || password.len() > 256 {
+        return Err(AppError::BadCredentials);
+    }
+    state.limits.check(Action::Login, ip, Who::Name(name))?;
+    let (user, hash) = match state.store.user_credentials(name.to_owned()).await? {
+        Some((user, Some(hash))) => (Some(user), hash),
+        _ => (None, dummy_hash().to_owned()),
+    };
+    let ok = blocking(move || verify_password(&password, &hash)).await?;
+    match (user, ok) {
+        (Some(user), true) => Ok(user),
+        _ => Err(AppError::BadCredentials),
+    }
+}
+
+/// Argon2 takes tens of milliseconds: keep it off the async workers.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| AppError::Internal(e.to_string()))
+}
+
+/// Stores a new token for `user` and sets it as the session cookie.
+async fn start_session<S: Store>(state: &AppState<S>, session: &Session, user: &User, to: &str) -> AppResult<Response> {
+    let token = new_token();
+    state.store.add_token(user.id, token_digest(&token)).await?;
+    let mut res = see_other(to);
+    res.headers_mut().append(header::SET_COOKIE, session.login_cookie(&token));
+    Ok(res)
+}
+
+pub async fn register_form<S: Store>(State(state): State<AppState<S>>, session: Session, uri: Uri) -> Response {
+    let ctx = Ctx::with_anon_csrf(&session, &uri);
+    let mode = state.store.site_settings().await.map(|s| s.registration).unwrap_or_default();
+    ctx.page(StatusCode::OK, &register_page(&ctx, mode, String::new(), None))
+}
+
+fn register_page(ctx: &Ctx, mode: RegistrationMode, username: String, error: Option<String>) -> RegisterPage {
+    RegisterPage {
+        ctx: ctx.clone(),
+        username,
+        invite_only: mode == RegistrationMode::Invite,
+        closed: mode == RegistrationMode::Closed,
+        error,
+    }
+}
+
+pub async fn register<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    ip: ClientIp,
+    form: Result<Form<RegisterForm>, FormRejection>,
+) -> Response {
+    let ctx = Ctx::with_anon_csrf(&session, &uri);
+    let Ok(Form(form)) = form else {
+        return error_page(&ctx, AppError::BadRequest("invalid_form", "the form could not be read".into()));
+    };
+    if !session.csrf_ok(&form.csrf) {
+        return csrf_refused(&ctx);
+    }
+    let mode = state.store.site_settings().await.map(|s| s.registration).unwrap_or_default();
+    let created = create_account(&state, ip, mode, &form).await;
+    match created {
+        Ok(user) => start_session(&state, &session, &user, "/").await.unwrap_or_else(|e| error_page(&ctx, e)),
+        Err(e) => {
+            let page = register_page(&ctx, mode, form.username, Some(capitalise(&e.to_string())));
+            ctx.page(e.status(), &page)
+        }
+    }
+}
+
+/// The API's registration: the same name and password rules, the site's
+/// registration mode, the per-address limit, then the hash.
+async fn create_account<S: Store>(
+    state: &AppState<S>,
+    ip: ClientIp,
+    mode: RegistrationMode,
+    form: &RegisterForm,
+) -> AppResult<User> {
+    let name = Username::parse(form.username.trim())?;
+    let password = Password::parse(&form.password)?;
+    let invite = Some(form.invite.trim()).filter(|c| !c.is_empty()).map(str::to_owned);
+    if let Some((code, message)) = mode.refusal(invite.is_some()) {
+        return Err(AppError::Rejected(StatusCode::FORBIDDEN, code, message.replace(" (`invite`)", "")));
+    }
+    state.limits.check(Action::Register, ip, Who::Nobody)?;
+    let hash = blocking(move || hash_password(password.as_str())).await?.map_err(AppError::Internal)?;
+    let invite_hash = invite.map(|code| token_digest(&code));
+    Ok(state.store.register_user(name, hash, invite_hash).await?)
+}
+
+#[derive(Deserialize)]
+pub struct LogoutForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// Revokes the session's token (as `POST /api/v1/auth/logout` does) and
+/// clears the cookie.
+pub async fn logout<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    form: Result<Form<LogoutForm>, FormRejection>,
+) -> Response {
+    let ctx = Ctx::with_anon_csrf(&session, &uri);
+    let Some(digest) = session.token_digest() else {
+        return see_other("/");
+    };
+    let csrf = form.map(|Form(f)| f.csrf).unwrap_or_default();
+    if !session.csrf_ok(&csrf) {
+        return csrf_refused(&ctx);
+    }
+    state.tokens.remove(&digest);
+    if let Err(e) = state.store.revoke_token(digest).await {
+        return error_page(&ctx, e.into());
+    }
+    state.tokens.remove(&digest);
+    let mut res = see_other("/");
+    res.headers_mut().append(header::SET_COOKIE, session.logout_cookie());
+    res
+}

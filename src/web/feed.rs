@@ -1,0 +1,117 @@
+//! Atom 1.0 feeds (RFC 4287) of the newest topics: `/feed.atom` for the
+//! whole site, `/c/{name}/feed.atom` for one community. Absolute links are
+//! built from the request's `Host` (and `X-Forwarded-Proto`).
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::view::post_html;
+use crate::error::{AppError, AppResult};
+use crate::http::AppState;
+use crate::model::Timestamp;
+use crate::store::{ListTopics, Store, TopicSort};
+
+/// Entries per feed.
+const ENTRIES: usize = 25;
+
+struct Entry {
+    id: i64,
+    title: String,
+    author: String,
+    community: String,
+    published: String,
+    updated: String,
+    /// Escaped by the template: Atom `type="html"` content.
+    html: String,
+    url: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "feed.xml")]
+struct Feed {
+    base: String,
+    /// Path of the HTML page this feed follows.
+    page: String,
+    /// Path of the feed itself.
+    this: String,
+    title: String,
+    updated: String,
+    entries: Vec<Entry>,
+}
+
+pub async fn front<S: Store>(State(state): State<AppState<S>>, headers: HeaderMap) -> Response {
+    answer(feed(&state, &headers, None).await)
+}
+
+pub async fn community<S: Store>(
+    State(state): State<AppState<S>>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
+    answer(feed(&state, &headers, Some(name)).await)
+}
+
+fn answer(feed: AppResult<String>) -> Response {
+    match feed {
+        Ok(xml) => (
+            [
+                (header::CONTENT_TYPE, "application/atom+xml; charset=utf-8"),
+                (header::CACHE_CONTROL, "public, max-age=60"),
+            ],
+            xml,
+        )
+            .into_response(),
+        Err(e) => {
+            let status = e.status();
+            let status = if status == StatusCode::INTERNAL_SERVER_ERROR { status } else { StatusCode::NOT_FOUND };
+            (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], format!("{e}\n")).into_response()
+        }
+    }
+}
+
+async fn feed<S: Store>(state: &AppState<S>, headers: &HeaderMap, name: Option<String>) -> AppResult<String> {
+    let (title, page) = match &name {
+        Some(n) if n.len() <= 64 => {
+            let c = state.store.community(n.clone()).await?;
+            (format!("{} (c/{})", c.title, c.name), format!("/c/{}", c.name))
+        }
+        Some(_) => return Err(AppError::not_found("community")),
+        None => ("Pith".to_owned(), "/".to_owned()),
+    };
+    let community = name.map(|n| n.to_ascii_lowercase());
+    let q = ListTopics { community, sort: TopicSort::New, after: None, limit: ENTRIES };
+    let topics = state.store.list_topics(q).await?.topics;
+    let newest = topics.iter().map(|t| t.edited_at.unwrap_or(t.created_at)).max().unwrap_or(Timestamp(0));
+    let entries = topics
+        .iter()
+        .map(|t| Entry {
+            id: t.id,
+            title: t.title.clone(),
+            author: t.author.clone().unwrap_or_else(|| "[deleted]".into()),
+            community: t.community.clone(),
+            published: t.created_at.rfc3339(),
+            updated: t.edited_at.unwrap_or(t.created_at).rfc3339(),
+            html: t.body.as_deref().map(post_html).unwrap_or_default(),
+            url: t.url.clone(),
+        })
+        .collect();
+    let this = if page == "/" { "/feed.atom".to_owned() } else { format!("{page}/feed.atom") };
+    let feed = Feed { base: base_url(headers), page, this, title, updated: newest.rfc3339(), entries };
+    feed.render().map_err(|e| AppError::Internal(e.to_string()))
+}
+
+/// `scheme://host` of this request, for the absolute IRIs Atom needs.
+fn base_url(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c)))
+        .unwrap_or("localhost");
+    let https = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"));
+    format!("{}://{host}", if https { "https" } else { "http" })
+}

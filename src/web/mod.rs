@@ -1,0 +1,287 @@
+//! The web forum: server-rendered HTML pages over the same store, limits
+//! and token table as the JSON API. Every page works without JavaScript
+//! (forms post and redirect); `static/app.js` only adds live posts, voting
+//! and replying in place, and relative times. docs/WEB.md describes the
+//! URL scheme, sessions, CSRF and the Content-Security-Policy.
+//!
+//! - `session`: cookie sessions and CSRF tokens.
+//! - `assets`: the embedded, fingerprinted, pre-gzipped CSS, JS and icon.
+//! - `view`: what templates show (times, topic rows, the post tree).
+//! - `pages`: listings, communities, profiles, search.
+//! - `topic`: the topic page, replying and voting.
+//! - `write`: submitting, editing and deleting topics and posts.
+//! - `account`: log in, register, log out.
+//! - `feed`: Atom feeds.
+
+mod account;
+pub mod assets;
+mod feed;
+mod pages;
+pub mod session;
+mod topic;
+mod view;
+mod write;
+
+use std::io::Write;
+
+use askama::Template;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+
+pub use session::{Session, Settings};
+pub use topic::render_topic_page;
+
+use crate::error::AppError;
+use crate::http::AppState;
+use crate::model::User;
+use crate::store::Store;
+
+/// The policy of every page: no inline script or style, nothing from
+/// another origin, no framing.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+                       connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+pub fn router<S: Store>() -> Router<AppState<S>> {
+    Router::new()
+        .route("/", get(pages::front::<S>))
+        .route("/feed.atom", get(feed::front::<S>))
+        .route("/c", get(pages::communities::<S>))
+        .route("/c/{name}", get(pages::community::<S>))
+        .route("/c/{name}/feed.atom", get(feed::community::<S>))
+        .route("/u/{name}", get(pages::profile::<S>))
+        .route("/search", get(pages::search::<S>))
+        .route("/submit", get(topic::submit_form::<S>).post(topic::submit::<S>))
+        .route("/t/{id}", get(topic::show::<S>))
+        .route("/t/{id}/{slug}", get(topic::slug_redirect))
+        .route("/t/{id}/reply", get(topic::reply_form::<S>).post(topic::reply::<S>))
+        .route("/t/{id}/vote", post(topic::vote_topic::<S>))
+        .route("/t/{id}/edit", get(topic::edit_topic_form::<S>).post(topic::edit_topic::<S>))
+        .route("/t/{id}/delete", post(topic::delete_topic::<S>))
+        .route("/t/{id}/p/{post}", get(topic::post_fragment::<S>))
+        .route("/t/{id}/p/{post}/edit", get(topic::edit_post_form::<S>).post(topic::edit_post::<S>))
+        .route("/t/{id}/p/{post}/delete", post(topic::delete_post::<S>))
+        .route("/p/{post}/vote", post(topic::vote_post::<S>))
+        .route("/login", get(account::login_form).post(account::login::<S>))
+        .route("/register", get(account::register_form::<S>).post(account::register::<S>))
+        .route("/logout", post(account::logout::<S>))
+        .route("/static/{file}", get(assets::serve))
+        .layer(axum::middleware::from_fn(harden))
+}
+
+/// What every page's layout needs: the viewer, their CSRF token, where
+/// they are (for "back" after a vote and "next" after logging in) and the
+/// asset URLs.
+#[derive(Clone)]
+pub struct Ctx {
+    pub user: Option<User>,
+    pub csrf: String,
+    /// Path and query of this page.
+    pub here: String,
+    /// The search box's text.
+    pub q: String,
+    pub css: &'static str,
+    pub js: &'static str,
+    pub icon: &'static str,
+    /// The anonymous CSRF cookie to set with this page, when new.
+    set_cookie: Option<HeaderValue>,
+}
+
+impl Ctx {
+    /// A page's context. A signed-out visitor's pages carry no token and
+    /// set no cookie (their only forms, log in and register, use
+    /// `with_anon_csrf`), so every visitor gets the same bytes.
+    pub fn new(session: &Session, uri: &Uri) -> Ctx {
+        Ctx {
+            user: session.user.clone(),
+            csrf: if session.user.is_some() { session.csrf() } else { String::new() },
+            here: uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
+            q: String::new(),
+            css: &assets::CSS.url,
+            js: &assets::JS.url,
+            icon: &assets::ICON.url,
+            set_cookie: None,
+        }
+    }
+
+    /// For a page with an anonymous form: its double-submit token, and the
+    /// cookie that carries it when the visitor has none yet.
+    pub fn with_anon_csrf(session: &Session, uri: &Uri) -> Ctx {
+        Ctx { csrf: session.csrf(), set_cookie: session.anon_cookie(), ..Ctx::new(session, uri) }
+    }
+
+    /// For pages rendered without a session (errors).
+    fn bare() -> Ctx {
+        Ctx {
+            user: None,
+            csrf: String::new(),
+            here: "/".into(),
+            q: String::new(),
+            css: &assets::CSS.url,
+            js: &assets::JS.url,
+            icon: &assets::ICON.url,
+            set_cookie: None,
+        }
+    }
+
+    pub fn user_name(&self) -> &str {
+        self.user.as_ref().map_or("", |u| u.name.as_str())
+    }
+
+    /// Renders a page with `status`; a template that fails to render is a
+    /// bug, answered 500.
+    pub fn page(&self, status: StatusCode, t: &impl Template) -> Response {
+        match t.render() {
+            Ok(html) => {
+                let mut res = (status, html_type(), html).into_response();
+                res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-cache"));
+                if let Some(c) = &self.set_cookie {
+                    res.headers_mut().append(header::SET_COOKIE, c.clone());
+                }
+                res
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "template failed");
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal error\n").into_response()
+            }
+        }
+    }
+}
+
+fn html_type() -> [(header::HeaderName, HeaderValue); 1] {
+    [(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"))]
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    ctx: &'a Ctx,
+    status: u16,
+    heading: &'a str,
+    message: String,
+}
+
+/// An HTML error page for `err`, with its status.
+pub fn error_page(ctx: &Ctx, err: AppError) -> Response {
+    let status = err.status();
+    let heading = match status {
+        StatusCode::NOT_FOUND => "Not found",
+        StatusCode::FORBIDDEN => "Not allowed",
+        StatusCode::TOO_MANY_REQUESTS => "Slow down",
+        s if s.is_server_error() => "Something went wrong",
+        _ => "That did not work",
+    };
+    let message = match &err {
+        AppError::Internal(cause) => {
+            tracing::error!(%cause, "internal error");
+            "The server failed to answer. Try again in a moment.".to_owned()
+        }
+        AppError::Unavailable(_) => "The forum cannot store writes right now; try again later.".to_owned(),
+        other => capitalise(&other.to_string()),
+    };
+    let mut res = ctx.page(status, &ErrorPage { ctx, status: status.as_u16(), heading, message });
+    if let AppError::TooManyRequests(_, after) = err {
+        res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(after.as_secs().max(1)));
+    }
+    res
+}
+
+/// The HTML 404 for a path no route matches, for browsers.
+pub fn not_found_page(uri: &Uri) -> Response {
+    error_page(&Ctx::bare(), AppError::NotFound(format!("page {}", uri.path())))
+}
+
+/// Does the client want a page rather than JSON (a browser navigating)?
+pub fn wants_html(headers: &HeaderMap) -> bool {
+    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/html"))
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(first) => first.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// 303 See Other: the answer to every successful form post.
+pub fn see_other(to: &str) -> Response {
+    Redirect::to(to).into_response()
+}
+
+/// `to` when it is a path on this site, else `/` (no open redirects).
+pub fn local_path(to: &str) -> &str {
+    let ok = to.starts_with('/') && !to.starts_with("//") && !to.contains('\\') && !to.contains(['\r', '\n']);
+    if ok { to } else { "/" }
+}
+
+/// True when `Accept-Encoding` lists gzip without `q=0`.
+pub fn accepts_gzip(headers: &HeaderMap) -> bool {
+    let Some(v) = headers.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    v.split(',').any(|item| {
+        let mut parts = item.split(';').map(str::trim);
+        let name = parts.next().unwrap_or("");
+        let q_zero = parts.any(|p| p.replace(' ', "").trim_start_matches("q=").parse::<f32>() == Ok(0.0));
+        (name.eq_ignore_ascii_case("gzip") || name == "*") && !q_zero
+    })
+}
+
+/// Security headers on every response, and gzip for pages and feeds.
+async fn harden(req: Request, next: Next) -> Response {
+    let gzip_ok = accepts_gzip(req.headers());
+    let res = next.run(req).await;
+    let mut res = if gzip_ok { compress(res).await } else { res };
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    res
+}
+
+/// Gzips a page or feed (fast level: it is compressed per request).
+async fn compress(res: Response) -> Response {
+    let compressible = res.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| {
+        t.starts_with("text/html") || t.starts_with("application/atom+xml") || t.starts_with("text/plain")
+    });
+    if !compressible || res.headers().contains_key(header::CONTENT_ENCODING) {
+        return res;
+    }
+    let (mut parts, body) = res.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, crate::http::MAX_BODY_BYTES * 64).await else {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "internal error\n").into_response();
+    };
+    if bytes.len() < 512 {
+        return Response::from_parts(parts, Body::from(bytes));
+    }
+    let mut enc = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 4), flate2::Compression::fast());
+    let gz = enc.write_all(&bytes).ok().and_then(|_| enc.finish().ok());
+    match gz {
+        Some(gz) => {
+            parts.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            parts.headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+            parts.headers.remove(header::CONTENT_LENGTH);
+            Response::from_parts(parts, Body::from(gz))
+        }
+        None => Response::from_parts(parts, Body::from(bytes)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_paths_on_this_site_are_redirect_targets() {
+        assert_eq!(local_path("/t/1#p2"), "/t/1#p2");
+        assert_eq!(local_path("//evil.example/"), "/");
+        assert_eq!(local_path("https://evil.example/"), "/");
+        assert_eq!(local_path("/\\evil.example"), "/");
+    }
+}

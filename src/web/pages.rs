@@ -1,0 +1,278 @@
+//! Read-only pages: the front page and community listings (hot, new, top
+//! with cursor paging), the community list, profiles and search.
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, Uri};
+use axum::response::Response;
+use serde::Deserialize;
+
+use super::view::{PostView, Time, TopicRow};
+use super::{Ctx, Session, error_page};
+use crate::error::{AppError, AppResult};
+use crate::http::AppState;
+use crate::model::{Community, Post, Topic};
+use crate::store::{Cursor, ListTopics, Store, TimeWindow, TopicSort};
+
+/// Topics per listing page.
+const PAGE: usize = 25;
+
+#[derive(Deserialize, Default)]
+pub struct ListParams {
+    sort: Option<String>,
+    t: Option<String>,
+    after: Option<String>,
+}
+
+/// A validated listing request, with the names its links repeat.
+pub struct Listing {
+    pub sort: &'static str,
+    pub t: &'static str,
+    pub query: ListTopics,
+}
+
+impl Listing {
+    pub fn parse(community: Option<String>, p: &ListParams) -> AppResult<Listing> {
+        let bad = |m: &str| AppError::BadRequest("invalid_query", m.to_owned());
+        let (t, window) = match p.t.as_deref() {
+            None | Some("") | Some("day") => ("day", TimeWindow::Day),
+            Some("week") => ("week", TimeWindow::Week),
+            Some("month") => ("month", TimeWindow::Month),
+            Some("year") => ("year", TimeWindow::Year),
+            Some("all") => ("all", TimeWindow::All),
+            Some(_) => return Err(bad("t must be one of day, week, month, year, all")),
+        };
+        let (sort, order) = match p.sort.as_deref() {
+            None | Some("") | Some("hot") => ("hot", TopicSort::Hot),
+            Some("new") => ("new", TopicSort::New),
+            Some("top") => ("top", TopicSort::Top(window)),
+            Some(_) => return Err(bad("sort must be one of hot, new, top")),
+        };
+        let after = match p.after.as_deref() {
+            None | Some("") => None,
+            Some(c) => Some(Cursor::decode(c).ok_or_else(|| bad("that page link is no longer valid"))?),
+        };
+        let fits = matches!(
+            (after, order),
+            (None, _)
+                | (Some(Cursor::Hot(..)), TopicSort::Hot)
+                | (Some(Cursor::New(..)), TopicSort::New)
+                | (Some(Cursor::Top(..)), TopicSort::Top(_))
+        );
+        if !fits {
+            return Err(bad("that page link belongs to another sort order"));
+        }
+        Ok(Listing { sort, t, query: ListTopics { community, sort: order, after, limit: PAGE } })
+    }
+}
+
+pub struct Tab {
+    pub href: String,
+    pub label: &'static str,
+    pub current: bool,
+}
+
+#[derive(Template)]
+#[template(path = "listing.html")]
+struct ListingPage {
+    ctx: Ctx,
+    title: String,
+    community: Option<Community>,
+    tabs: Vec<Tab>,
+    windows: Vec<Tab>,
+    rows: Vec<TopicRow>,
+    next: Option<String>,
+    feed: String,
+}
+
+pub async fn front<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    Query(p): Query<ListParams>,
+) -> Response {
+    let ctx = Ctx::new(&session, &uri);
+    match listing(&state, &ctx, None, &p).await {
+        Ok(page) => ctx.page(StatusCode::OK, &page),
+        Err(e) => error_page(&ctx, e),
+    }
+}
+
+pub async fn community<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    Path(name): Path<String>,
+    Query(p): Query<ListParams>,
+) -> Response {
+    let ctx = Ctx::new(&session, &uri);
+    match listing(&state, &ctx, Some(name), &p).await {
+        Ok(page) => ctx.page(StatusCode::OK, &page),
+        Err(e) => error_page(&ctx, e),
+    }
+}
+
+async fn listing<S: Store>(
+    state: &AppState<S>,
+    ctx: &Ctx,
+    name: Option<String>,
+    p: &ListParams,
+) -> AppResult<ListingPage> {
+    let community = match &name {
+        Some(n) if n.len() <= 64 => Some(state.store.community(n.clone()).await?),
+        Some(_) => return Err(AppError::not_found("community")),
+        None => None,
+    };
+    let l = Listing::parse(community.as_ref().map(|c| c.name.clone()), p)?;
+    let page = state.store.list_topics(l.query.clone()).await?;
+    let base = community.as_ref().map_or("/".to_owned(), |c| format!("/c/{}", c.name));
+    let tab = |key: &'static str, label| Tab { href: format!("{base}?sort={key}"), label, current: l.sort == key };
+    let tabs = vec![tab("hot", "Hot"), tab("new", "New"), tab("top", "Top")];
+    let windows = if l.sort == "top" {
+        [("day", "Today"), ("week", "Week"), ("month", "Month"), ("year", "Year"), ("all", "All time")]
+            .into_iter()
+            .map(|(key, label)| Tab { href: format!("{base}?sort=top&t={key}"), label, current: l.t == key })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let next = page.next.map(|c| format!("{base}?sort={}&t={}&after={}", l.sort, l.t, c.encode()));
+    let title = match &community {
+        Some(c) => format!("{} · Pith", c.title),
+        None => "Pith".to_owned(),
+    };
+    let feed = format!("{}/feed.atom", community.as_ref().map_or(String::new(), |c| format!("/c/{}", c.name)));
+    Ok(ListingPage {
+        ctx: ctx.clone(),
+        title,
+        community,
+        tabs,
+        windows,
+        rows: page.topics.iter().map(TopicRow::of).collect(),
+        next,
+        feed,
+    })
+}
+
+#[derive(Template)]
+#[template(path = "communities.html")]
+struct CommunitiesPage {
+    ctx: Ctx,
+    communities: Vec<Community>,
+}
+
+pub async fn communities<S: Store>(State(state): State<AppState<S>>, session: Session, uri: Uri) -> Response {
+    let ctx = Ctx::new(&session, &uri);
+    match state.store.list_communities().await {
+        Ok(communities) => ctx.page(StatusCode::OK, &CommunitiesPage { ctx: ctx.clone(), communities }),
+        Err(e) => error_page(&ctx, e.into()),
+    }
+}
+
+/// A profile's recent post, with where it was written.
+struct ProfilePost {
+    post: PostView,
+    topic_id: i64,
+}
+
+#[derive(Template)]
+#[template(path = "profile.html")]
+struct ProfilePage {
+    ctx: Ctx,
+    name: String,
+    is_admin: bool,
+    joined: Time,
+    rows: Vec<TopicRow>,
+    posts: Vec<ProfilePost>,
+}
+
+pub async fn profile<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    Path(name): Path<String>,
+) -> Response {
+    let ctx = Ctx::new(&session, &uri);
+    if name.len() > 64 {
+        return error_page(&ctx, AppError::not_found("user"));
+    }
+    let profile = match state.store.profile(name).await {
+        Ok(p) => p,
+        Err(e) => return error_page(&ctx, e.into()),
+    };
+    let visible = |t: &&Topic| !t.removed && !t.deleted;
+    let shown = |p: &&Post| !p.removed && !p.deleted;
+    let page = ProfilePage {
+        name: profile.user.name.clone(),
+        is_admin: profile.user.is_admin,
+        joined: Time::of(profile.user.created_at),
+        rows: profile.topics.iter().filter(visible).map(TopicRow::of).collect(),
+        posts: profile
+            .posts
+            .iter()
+            .filter(shown)
+            .map(|p| ProfilePost { post: PostView::of(p, None, 0), topic_id: p.topic_id })
+            .collect(),
+        ctx: ctx.clone(),
+    };
+    ctx.page(StatusCode::OK, &page)
+}
+
+#[derive(Deserialize)]
+pub struct SearchParams {
+    #[serde(default)]
+    q: String,
+}
+
+/// What a search found.
+pub struct SearchHits {
+    pub topics: Vec<TopicRow>,
+    /// Matching posts, each with its topic id.
+    pub posts: Vec<(PostView, i64)>,
+}
+
+#[derive(Template)]
+#[template(path = "search.html")]
+struct SearchPage {
+    ctx: Ctx,
+    query: String,
+    /// `None`: searching is not available on this server yet.
+    hits: Option<SearchHits>,
+    /// Topic rows for `_rows.html`.
+    rows: Vec<TopicRow>,
+}
+
+/// Longest search query, in characters.
+const MAX_QUERY: usize = 200;
+
+pub async fn search<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    Query(p): Query<SearchParams>,
+) -> Response {
+    let mut ctx = Ctx::new(&session, &uri);
+    let query: String = p.q.trim().chars().take(MAX_QUERY).collect();
+    let hits = if query.is_empty() {
+        Some(SearchHits { topics: Vec::new(), posts: Vec::new() })
+    } else {
+        match find(&state, &query).await {
+            Ok(h) => h,
+            Err(e) => return error_page(&ctx, e),
+        }
+    };
+    ctx.q = query.clone();
+    let mut hits = hits;
+    let rows = hits.as_mut().map(|h| std::mem::take(&mut h.topics)).unwrap_or_default();
+    let page = SearchPage { ctx: ctx.clone(), query, hits, rows };
+    ctx.page(StatusCode::OK, &page)
+}
+
+/// Full-text search over topics and posts.
+///
+/// The store has no search yet (FTS5 is another change): this is the one
+/// place to call it, e.g. `state.store.search(query, 25)`, mapping topics
+/// with `TopicRow::of` and posts with `PostView::of(p, None, 0)`.
+async fn find<S: Store>(_state: &AppState<S>, _query: &str) -> AppResult<Option<SearchHits>> {
+    Ok(None)
+}

@@ -1,0 +1,215 @@
+//! Cookie sessions and CSRF tokens for the HTML forms.
+//!
+//! A session cookie carries a bearer token like the API's: 32 random bytes,
+//! stored only as a SHA-256 digest in the same token table, looked up
+//! through the same token cache, revoked the same way at logout.
+//!
+//! CSRF: a signed-in form carries HMAC-SHA256(session token, "pith-csrf");
+//! only a page served to that session can know it. An anonymous form
+//! (login, register) carries the value of a random `pith_csrf` cookie
+//! (double submit): a cross-site page can neither read nor set it. Both
+//! are compared in constant time.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, header};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::auth::{new_token, token_digest};
+use crate::http::AppState;
+use crate::model::User;
+use crate::store::Store;
+
+pub const SESSION_COOKIE: &str = "pith_session";
+pub const CSRF_COOKIE: &str = "pith_csrf";
+/// How long a browser keeps the session cookie (30 days); logging out
+/// revokes the token at once.
+const SESSION_MAX_AGE: u64 = 30 * 24 * 3600;
+
+/// Web settings that `pith serve` sets after the state is built.
+#[derive(Debug, Default)]
+pub struct Settings {
+    /// Mark cookies `Secure` even when no `X-Forwarded-Proto: https` says
+    /// the request came over TLS (`--secure-cookies`).
+    secure_cookies: AtomicBool,
+}
+
+impl Settings {
+    pub fn set_secure_cookies(&self, on: bool) {
+        self.secure_cookies.store(on, Ordering::Relaxed);
+    }
+
+    /// `Secure` when configured, or when a TLS-terminating proxy says the
+    /// request was https. A forged header only makes the forger's own
+    /// cookie stricter, so the header needs no trust.
+    fn secure(&self, headers: &HeaderMap) -> bool {
+        self.secure_cookies.load(Ordering::Relaxed)
+            || headers
+                .get("x-forwarded-proto")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
+    }
+}
+
+/// Who is asking, and the CSRF token their forms carry.
+pub struct Session {
+    pub user: Option<User>,
+    /// The session token from the cookie, when it is valid.
+    token: Option<String>,
+    /// The anonymous double-submit value, from the cookie or new.
+    anon: String,
+    /// The anonymous cookie must be set on the response (it was missing).
+    anon_is_new: bool,
+    secure: bool,
+}
+
+impl<S: Store> FromRequestParts<AppState<S>> for Session {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState<S>) -> Result<Self, Self::Rejection> {
+        let secure = state.web.secure(&parts.headers);
+        let token = cookie(&parts.headers, SESSION_COOKIE).filter(|t| !t.is_empty() && t.len() <= 128);
+        let mut user = None;
+        let mut valid_token = None;
+        if let Some(token) = token {
+            let digest = token_digest(token);
+            user = match state.tokens.get(&digest) {
+                Some(u) => Some(u),
+                // A failed lookup leaves the request anonymous (fails closed).
+                None => state.store.user_by_token(digest).await.ok().flatten().inspect(|u| {
+                    state.tokens.put(digest, u.clone());
+                }),
+            };
+            if user.is_some() {
+                valid_token = Some(token.to_owned());
+            }
+        }
+        let existing = cookie(&parts.headers, CSRF_COOKIE).filter(|v| v.len() == 43);
+        let (anon, anon_is_new) = match existing {
+            Some(v) => (v.to_owned(), false),
+            None => (new_token(), true),
+        };
+        Ok(Session { user, token: valid_token, anon, anon_is_new, secure })
+    }
+}
+
+impl Session {
+    /// The token to put in this page's forms.
+    pub fn csrf(&self) -> String {
+        match &self.token {
+            Some(t) => signed_csrf(t),
+            None => self.anon.clone(),
+        }
+    }
+
+    /// True when `sent` is this session's token, or the anonymous cookie's.
+    pub fn csrf_ok(&self, sent: &str) -> bool {
+        let eq = |want: &str| bool::from(want.as_bytes().ct_eq(sent.as_bytes()));
+        let signed = self.token.as_deref().is_some_and(|t| eq(&signed_csrf(t)));
+        // The anonymous value counts only when it came in a cookie: a new
+        // one was never sent to a form.
+        signed || (!self.anon_is_new && eq(&self.anon))
+    }
+
+    /// The digest of the session token, for logout.
+    pub fn token_digest(&self) -> Option<[u8; 32]> {
+        self.token.as_deref().map(token_digest)
+    }
+
+    /// `Set-Cookie` for the anonymous CSRF cookie when it is new.
+    pub fn anon_cookie(&self) -> Option<HeaderValue> {
+        self.anon_is_new.then(|| cookie_header(CSRF_COOKIE, &self.anon, None, self.secure))
+    }
+
+    /// `Set-Cookie` that starts a session with `token`.
+    pub fn login_cookie(&self, token: &str) -> HeaderValue {
+        cookie_header(SESSION_COOKIE, token, Some(SESSION_MAX_AGE), self.secure)
+    }
+
+    /// `Set-Cookie` that ends the session in the browser.
+    pub fn logout_cookie(&self) -> HeaderValue {
+        cookie_header(SESSION_COOKIE, "", Some(0), self.secure)
+    }
+}
+
+/// HMAC-SHA256(key = session token, "pith-csrf"), base64url.
+fn signed_csrf(token: &str) -> String {
+    URL_SAFE_NO_PAD.encode(hmac_sha256(token.as_bytes(), b"pith-csrf"))
+}
+
+/// RFC 2104, written out: it is the only HMAC the server needs.
+fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
+    const BLOCK: usize = 64;
+    let mut k = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        k[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        k[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| k.map(|b| b ^ byte);
+    let inner = Sha256::new().chain_update(pad(0x36)).chain_update(msg).finalize();
+    Sha256::new().chain_update(pad(0x5c)).chain_update(inner).finalize().into()
+}
+
+fn cookie_header(name: &str, value: &str, max_age: Option<u64>, secure: bool) -> HeaderValue {
+    let mut s = format!("{name}={value}; Path=/; HttpOnly; SameSite=Lax");
+    if let Some(age) = max_age {
+        s.push_str(&format!("; Max-Age={age}"));
+    }
+    if secure {
+        s.push_str("; Secure");
+    }
+    // Names and values are base64url or empty: always a valid header.
+    HeaderValue::from_str(&s).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// The value of cookie `name`, from any `Cookie` header.
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hmac_matches_rfc_4231_test_case_2() {
+        let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
+        let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    }
+
+    #[test]
+    fn each_session_token_signs_its_own_csrf_token() {
+        assert_eq!(signed_csrf("token-a"), signed_csrf("token-a"));
+        assert_ne!(signed_csrf("token-a"), signed_csrf("token-b"));
+        assert_eq!(signed_csrf("token-a").len(), 43);
+    }
+
+    #[test]
+    fn cookies_are_found_among_others() {
+        let mut h = HeaderMap::new();
+        h.insert(header::COOKIE, HeaderValue::from_static("a=1; pith_session=abc ; b=2"));
+        assert_eq!(cookie(&h, SESSION_COOKIE), Some("abc"));
+        assert_eq!(cookie(&h, CSRF_COOKIE), None);
+    }
+
+    #[test]
+    fn session_cookies_are_http_only_lax_and_secure_when_asked() {
+        let c = cookie_header(SESSION_COOKIE, "t", Some(60), true);
+        assert_eq!(c, "pith_session=t; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure");
+        assert!(!cookie_header(SESSION_COOKIE, "t", None, false).to_str().unwrap_or("").contains("Secure"));
+    }
+}

@@ -1,0 +1,357 @@
+//! Forms that write: submit a topic, edit and delete one's topics and
+//! posts. Each re-renders its form with the error (4xx) when refused, and
+//! redirects (303) when done.
+
+use askama::Template;
+use axum::extract::rejection::FormRejection;
+use axum::extract::{Form, Path, Query, State};
+use axum::http::{StatusCode, Uri};
+use axum::response::Response;
+use serde::Deserialize;
+
+use super::topic::{authorise, login_first};
+use super::{Ctx, Session, capitalise, error_page, see_other};
+use crate::error::{AppError, AppResult};
+use crate::http::limits::{Action, ClientIp, Who};
+use crate::http::{AppState, commit};
+use crate::model::{Body, Community, CommunityName, Link, Title, User};
+use crate::store::{NewTopic, PostSort, Store};
+
+/// Errors a form shows next to itself; anything else gets the error page.
+fn shown_on_form(e: &AppError) -> bool {
+    matches!(
+        e,
+        AppError::Validation(_) | AppError::TooManyRequests(..) | AppError::Rejected(..) | AppError::Forbidden(_)
+    )
+}
+
+fn bad_form() -> AppError {
+    AppError::BadRequest("invalid_form", "the form could not be read".into())
+}
+
+fn id_of(s: &str, what: &'static str) -> AppResult<i64> {
+    s.parse::<i64>().ok().filter(|id| *id > 0).ok_or(AppError::NotFound(what.into()))
+}
+
+#[derive(Template)]
+#[template(path = "submit.html")]
+struct SubmitPage {
+    ctx: Ctx,
+    communities: Vec<Community>,
+    community: String,
+    title: String,
+    url: String,
+    body: String,
+    error: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct SubmitForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default, alias = "c")]
+    community: String,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    body: String,
+}
+
+async fn submit_page<S: Store>(
+    state: &AppState<S>,
+    ctx: &Ctx,
+    form: SubmitForm,
+    error: Option<(StatusCode, String)>,
+) -> Response {
+    let communities = match state.store.list_communities().await {
+        Ok(c) => c,
+        Err(e) => return error_page(ctx, e.into()),
+    };
+    let (status, error) = error.map_or((StatusCode::OK, None), |(s, m)| (s, Some(m)));
+    let page = SubmitPage {
+        ctx: ctx.clone(),
+        communities,
+        community: form.community,
+        title: form.title,
+        url: form.url,
+        body: form.body,
+        error,
+    };
+    ctx.page(status, &page)
+}
+
+/// `/submit?c=NAME`: the new-topic form, with a community chosen.
+pub async fn submit_form<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    Query(q): Query<SubmitForm>,
+) -> Response {
+    let ctx = Ctx::new(&session, &uri);
+    if ctx.user.is_none() {
+        return login_first(&ctx.here);
+    }
+    submit_page(&state, &ctx, SubmitForm { community: q.community, ..SubmitForm::default() }, None).await
+}
+
+pub async fn submit<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    ip: ClientIp,
+    form: Result<Form<SubmitForm>, FormRejection>,
+) -> Response {
+    let ctx = Ctx::new(&session, &uri);
+    let Ok(Form(form)) = form else { return error_page(&ctx, bad_form()) };
+    let user = match authorise(&session, &ctx, &form.csrf, "/submit") {
+        Ok(u) => u,
+        Err(res) => return *res,
+    };
+    match create_topic(&state, user, ip, &form).await {
+        Ok(id) => see_other(&format!("/t/{id}")),
+        Err(e) if shown_on_form(&e) || matches!(e, AppError::NotFound(_)) => {
+            let error = Some((e.status(), capitalise(&e.to_string())));
+            submit_page(&state, &ctx, form, error).await
+        }
+        Err(e) => error_page(&ctx, e),
+    }
+}
+
+/// What `POST /api/v1/communities/{name}/topics` does: the same checks,
+/// limit and live event.
+async fn create_topic<S: Store>(state: &AppState<S>, user: User, ip: ClientIp, f: &SubmitForm) -> AppResult<i64> {
+    let community = CommunityName::parse(&f.community.to_ascii_lowercase())
+        .map_err(|_| AppError::Validation("choose a community".into()))?;
+    let new = NewTopic {
+        community,
+        title: Title::parse(&f.title)?,
+        body: Some(f.body.as_str()).filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?,
+        url: Some(f.url.trim()).filter(|u| !u.is_empty()).map(Link::parse).transpose()?,
+    };
+    state.limits.check(Action::Post, ip, Who::User(user.id))?;
+    commit(state, move |st| async move {
+        let topic = st.store.create_topic(&user, new).await?;
+        st.live.topic_created(&topic);
+        Ok(topic.id)
+    })
+    .await
+}
+
+#[derive(Template)]
+#[template(path = "edit.html")]
+struct EditPage {
+    ctx: Ctx,
+    heading: &'static str,
+    action: String,
+    cancel: String,
+    body: String,
+    /// A topic's body may be emptied; a post's may not.
+    required: bool,
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct EditForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    body: String,
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+pub async fn edit_topic_form<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Response {
+    let ctx = Ctx::new(&session, &uri);
+    if ctx.user.is_none() {
+        return login_first(&ctx.here);
+    }
+    let found = async {
+        let id = id_of(&id, "topic")?;
+        let (topic, _) = state.store.topic_with_posts(id, PostSort::Old).await?;
+        Ok::<_, AppError>((id, topic.body.unwrap_or_default()))
+    };
+    match found.await {
+        Ok((id, body)) => ctx.page(StatusCode::OK, &edit_topic_page(&ctx, id, body, None)),
+        Err(e) => error_page(&ctx, e),
+    }
+}
+
+fn edit_topic_page(ctx: &Ctx, id: i64, body: String, error: Option<String>) -> EditPage {
+    EditPage {
+        ctx: ctx.clone(),
+        heading: "Edit topic",
+        action: format!("/t/{id}/edit"),
+        cancel: format!("/t/{id}"),
+        body,
+        required: false,
+        error,
+    }
+}
+
+pub async fn edit_topic<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    Path(id): Path<String>,
+    form: Result<Form<EditForm>, FormRejection>,
+) -> Response {
+    let ctx = Ctx::new(&session, &uri);
+    let (Ok(id), Ok(Form(form))) = (id_of(&id, "topic"), form) else { return error_page(&ctx, bad_form()) };
+    let user = match authorise(&session, &ctx, &form.csrf, &format!("/t/{id}")) {
+        Ok(u) => u,
+        Err(res) => return *res,
+    };
+    let body = form.body.clone();
+    let done = async move {
+        let body = Some(body.as_str()).filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?;
+        commit(&state, move |st| async move {
+            st.store.edit_topic(&user, id, body).await?;
+            st.cache.invalidate(id);
+            Ok(())
+        })
+        .await
+    };
+    match done.await {
+        Ok(()) => see_other(&format!("/t/{id}")),
+        Err(e) if shown_on_form(&e) => {
+            let page = edit_topic_page(&ctx, id, form.body, Some(capitalise(&e.to_string())));
+            ctx.page(e.status(), &page)
+        }
+        Err(e) => error_page(&ctx, e),
+    }
+}
+
+pub async fn delete_topic<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    Path(id): Path<String>,
+    form: Result<Form<CsrfForm>, FormRejection>,
+) -> Response {
+    let ctx = Ctx::new(&session, &uri);
+    let (Ok(id), Ok(Form(form))) = (id_of(&id, "topic"), form) else { return error_page(&ctx, bad_form()) };
+    let user = match authorise(&session, &ctx, &form.csrf, &format!("/t/{id}")) {
+        Ok(u) => u,
+        Err(res) => return *res,
+    };
+    let done = commit(&state, move |st| async move {
+        let (topic, _) = st.store.topic_with_posts(id, PostSort::Old).await?;
+        st.store.delete_topic(&user, id).await?;
+        st.cache.invalidate(id);
+        Ok(topic.community)
+    })
+    .await;
+    match done {
+        Ok(community) => see_other(&format!("/c/{community}")),
+        Err(e) => error_page(&ctx, e),
+    }
+}
+
+fn edit_post_page(ctx: &Ctx, topic: i64, post: i64, body: String, error: Option<String>) -> EditPage {
+    EditPage {
+        ctx: ctx.clone(),
+        heading: "Edit comment",
+        action: format!("/t/{topic}/p/{post}/edit"),
+        cancel: format!("/t/{topic}#p{post}"),
+        body,
+        required: true,
+        error,
+    }
+}
+
+pub async fn edit_post_form<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    Path((topic, post)): Path<(String, String)>,
+) -> Response {
+    let ctx = Ctx::new(&session, &uri);
+    if ctx.user.is_none() {
+        return login_first(&ctx.here);
+    }
+    let found = async {
+        let (topic, post) = (id_of(&topic, "topic")?, id_of(&post, "post")?);
+        let (_, posts) = state.store.topic_with_posts(topic, PostSort::Old).await?;
+        let p = posts.into_iter().find(|p| p.id == post && !p.deleted).ok_or(AppError::not_found("post"))?;
+        Ok::<_, AppError>((topic, post, p.body))
+    };
+    match found.await {
+        Ok((topic, post, body)) => ctx.page(StatusCode::OK, &edit_post_page(&ctx, topic, post, body, None)),
+        Err(e) => error_page(&ctx, e),
+    }
+}
+
+pub async fn edit_post<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    Path((topic, post)): Path<(String, String)>,
+    form: Result<Form<EditForm>, FormRejection>,
+) -> Response {
+    let ctx = Ctx::new(&session, &uri);
+    let (Ok(topic), Ok(post), Ok(Form(form))) = (id_of(&topic, "topic"), id_of(&post, "post"), form) else {
+        return error_page(&ctx, bad_form());
+    };
+    let user = match authorise(&session, &ctx, &form.csrf, &format!("/t/{topic}")) {
+        Ok(u) => u,
+        Err(res) => return *res,
+    };
+    let body = form.body.clone();
+    let done = async move {
+        let body = Body::parse(&body)?;
+        commit(&state, move |st| async move {
+            let p = st.store.edit_post(&user, post, body).await?;
+            st.cache.invalidate(p.topic_id);
+            st.live.post_edited(&p);
+            Ok(p.topic_id)
+        })
+        .await
+    };
+    match done.await {
+        Ok(topic) => see_other(&format!("/t/{topic}#p{post}")),
+        Err(e) if shown_on_form(&e) => {
+            let page = edit_post_page(&ctx, topic, post, form.body, Some(capitalise(&e.to_string())));
+            ctx.page(e.status(), &page)
+        }
+        Err(e) => error_page(&ctx, e),
+    }
+}
+
+pub async fn delete_post<S: Store>(
+    State(state): State<AppState<S>>,
+    session: Session,
+    uri: Uri,
+    Path((topic, post)): Path<(String, String)>,
+    form: Result<Form<CsrfForm>, FormRejection>,
+) -> Response {
+    let ctx = Ctx::new(&session, &uri);
+    let (Ok(topic), Ok(post), Ok(Form(form))) = (id_of(&topic, "topic"), id_of(&post, "post"), form) else {
+        return error_page(&ctx, bad_form());
+    };
+    let user = match authorise(&session, &ctx, &form.csrf, &format!("/t/{topic}")) {
+        Ok(u) => u,
+        Err(res) => return *res,
+    };
+    let done = commit(&state, move |st| async move {
+        let topic_id = st.store.delete_post(&user, post).await?;
+        st.cache.invalidate(topic_id);
+        st.live.post_removed(topic_id, post);
+        Ok(topic_id)
+    })
+    .await;
+    match done {
+        Ok(topic_id) => see_other(&format!("/t/{topic_id}#p{post}")),
+        Err(e) => error_page(&ctx, e),
+    }
+}

@@ -1,0 +1,227 @@
+// Pith's one script. Every page works without it; with it, new comments
+// arrive live on an open topic, votes and replies happen without a reload,
+// and times read "5 minutes ago". No framework, no build step.
+'use strict';
+
+(() => {
+  const FETCH = { 'x-pith-fetch': '1' };
+
+  // --- Relative times -----------------------------------------------------
+  const rtf = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
+  const STEPS = [[60, 'second'], [60, 'minute'], [24, 'hour'], [7, 'day'], [4.35, 'week'], [12, 'month'], [Infinity, 'year']];
+
+  function relative(date) {
+    let n = (date.getTime() - Date.now()) / 1000;
+    for (const [size, unit] of STEPS) {
+      if (Math.abs(n) < size) return rtf.format(Math.round(n), unit);
+      n /= size;
+    }
+    return date.toLocaleString();
+  }
+
+  function times(root) {
+    for (const t of root.querySelectorAll('time[datetime]')) {
+      const d = new Date(t.getAttribute('datetime'));
+      if (isNaN(d)) continue;
+      if (!t.title) t.title = d.toLocaleString();
+      t.textContent = relative(d);
+    }
+  }
+
+  // --- Small helpers ------------------------------------------------------
+  function fromHtml(html) {
+    // A <template> parses without running anything.
+    const tpl = document.createElement('template');
+    tpl.innerHTML = html.trim();
+    return tpl.content.firstElementChild;
+  }
+
+  let status;
+  function announce(text) {
+    if (!status) {
+      status = document.createElement('div');
+      status.className = 'vh';
+      status.setAttribute('role', 'status');
+      document.body.append(status);
+    }
+    status.textContent = text;
+  }
+
+  function loginNext() {
+    location.href = '/login?next=' + encodeURIComponent(location.pathname + location.search);
+  }
+
+  async function post(url, data) {
+    const res = await fetch(url, { method: 'POST', body: new URLSearchParams(data), headers: FETCH, credentials: 'same-origin' });
+    return res;
+  }
+
+  // --- Voting ---------------------------------------------------------------
+  async function vote(btn) {
+    const vf = document.getElementById('vf');
+    const data = new FormData(vf);
+    const box = btn.closest('.votes, .post');
+    const on = btn.classList.contains('on');
+    data.set('value', on ? '0' : btn.value);
+    const res = await post(btn.formAction, data);
+    if (res.status === 401) return loginNext();
+    if (!res.ok) return announce(await res.text());
+    const out = await res.json();
+    const score = box.querySelector('[data-score]');
+    if (score) score.textContent = out.score;
+    for (const b of box.querySelectorAll(':scope .vote')) {
+      if (b.closest('.votes, .post') === box) b.classList.toggle('on', String(out.vote) === b.value);
+    }
+  }
+
+  // --- Comments -------------------------------------------------------------
+  const thread = document.getElementById('thread');
+  const topicId = thread && thread.dataset.topic;
+
+  function placeFor(parentId) {
+    const parent = parentId && document.getElementById('p' + parentId);
+    return parent ? parent.querySelector(':scope > details > .replies') : thread;
+  }
+
+  function insertPost(el, parentId) {
+    if (!el || document.getElementById(el.id)) return false;
+    placeFor(parentId).append(el);
+    times(el);
+    el.classList.add('fresh');
+    const count = document.querySelector('[data-count]');
+    if (count) {
+      const n = thread.querySelectorAll('.post').length;
+      count.textContent = n === 1 ? '1 comment' : n + ' comments';
+    }
+    return true;
+  }
+
+  async function sendReply(form) {
+    const err = form.querySelector('.form-error');
+    const button = form.querySelector('button[type=submit]');
+    button.disabled = true;
+    try {
+      const res = await post(form.action, new FormData(form));
+      if (res.status === 401 || res.status === 403) {
+        err.textContent = await res.text();
+        err.hidden = false;
+        return;
+      }
+      if (!res.ok) {
+        err.textContent = await res.text();
+        err.hidden = false;
+        return;
+      }
+      err.hidden = true;
+      const el = fromHtml(await res.text());
+      const parent = form.elements.parent.value;
+      insertPost(el, parent);
+      form.reset();
+      if (form.id !== 'reply-top') form.remove();
+      el.querySelector('summary').focus();
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  let inlineCount = 0;
+  function openReply(link) {
+    const top = document.getElementById('reply-top');
+    if (!top) return false; // signed out or locked: follow the link
+    const article = link.closest('.post');
+    const existing = article.querySelector(':scope > details > .inline-reply');
+    if (existing) {
+      existing.querySelector('textarea').focus();
+      return true;
+    }
+    const form = top.cloneNode(true);
+    const n = ++inlineCount;
+    form.removeAttribute('id');
+    form.classList.add('inline-reply');
+    form.elements.parent.value = link.dataset.parent;
+    const area = form.querySelector('textarea');
+    area.id = 'reply-body-' + n;
+    area.value = '';
+    const label = form.querySelector('label');
+    label.htmlFor = area.id;
+    label.textContent = 'Reply to this comment';
+    form.querySelector('.hint')?.remove();
+    const cancel = document.createElement('button');
+    cancel.type = 'button';
+    cancel.className = 'linkish';
+    cancel.textContent = 'Cancel';
+    cancel.addEventListener('click', () => { form.remove(); link.focus(); });
+    form.querySelector('button[type=submit]').after(cancel);
+    form.querySelector('button[type=submit]').textContent = 'Reply';
+    article.querySelector(':scope > details > .actions').after(form);
+    area.focus();
+    return true;
+  }
+
+  // --- Live updates (Server-Sent Events, docs/LIVE.md) -----------------------
+  async function fetchPost(id) {
+    const res = await fetch(`/t/${topicId}/p/${id}`, { headers: FETCH, credentials: 'same-origin' });
+    return res.ok ? fromHtml(await res.text()) : null;
+  }
+
+  async function onEvent(ev) {
+    let msg;
+    try { msg = JSON.parse(ev.data); } catch { return; }
+    if (msg.type === 'post' && String(msg.post.topic_id) === topicId) {
+      if (document.getElementById('p' + msg.post.id)) return;
+      const el = msg.post.html ? fromHtml(msg.post.html) : await fetchPost(msg.post.id);
+      if (insertPost(el, msg.post.parent_id)) announce('New comment by ' + (msg.post.author || 'someone'));
+    } else if (msg.type === 'score') {
+      const box = msg.post_id == null ? document.querySelector('.topic .votes') : document.getElementById('p' + msg.post_id);
+      const score = box && box.querySelector('[data-score]');
+      if (score) score.textContent = msg.score;
+    } else if (msg.type === 'post_edited') {
+      const old = document.getElementById('p' + msg.post.id);
+      const fresh = old && await fetchPost(msg.post.id);
+      const body = fresh && fresh.querySelector(':scope > details > .body');
+      const oldBody = old && old.querySelector(':scope > details > .body');
+      if (body && oldBody) oldBody.replaceWith(body);
+    } else if (msg.type === 'post_removed') {
+      const body = document.querySelector(`#p${msg.post_id} > details > .body`);
+      if (body) {
+        const p = document.createElement('p');
+        p.className = 'gone-text';
+        p.textContent = '[deleted]';
+        body.replaceWith(p);
+      }
+    }
+  }
+
+  function live() {
+    if (!topicId || !window.EventSource) return;
+    const es = new EventSource('/api/v1/live/sse?topics=' + encodeURIComponent(topicId));
+    es.onmessage = onEvent;
+    // EventSource reconnects by itself after an error.
+  }
+
+  // --- Wiring ---------------------------------------------------------------
+  document.addEventListener('click', (e) => {
+    const target = e.target.closest('button, a');
+    if (!target) return;
+    if (target.dataset.confirm && !window.confirm(target.dataset.confirm)) {
+      e.preventDefault();
+    } else if (target.matches('button.vote')) {
+      e.preventDefault();
+      vote(target).catch(() => announce('Voting failed; try again.'));
+    } else if (target.matches('a.reply-link') && openReply(target)) {
+      e.preventDefault();
+    }
+  });
+
+  document.addEventListener('submit', (e) => {
+    const form = e.target;
+    if (form.classList.contains('reply-form')) {
+      e.preventDefault();
+      sendReply(form).catch(() => { form.submit(); });
+    }
+  });
+
+  times(document);
+  setInterval(() => times(document), 60000);
+  live();
+})();

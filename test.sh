@@ -14,6 +14,9 @@ cargo test --locked --all-targets
 echo "== API fuzzing from docs/openapi.json (schemathesis, at most 300 s)"
 tests/fuzz/schemathesis.sh
 
+echo "== cargo-fuzz targets for Pith's own parsers (${PITH_FUZZ_SECONDS:-20} s each)"
+tests/fuzz/cargo_fuzz.sh
+
 echo "== the web forum in headless Chromium (playwright-core)"
 # Screenshots go to target/ here; `tests/browser/run.sh` alone refreshes docs/screenshots/.
 PITH_SCREENSHOTS="${CARGO_TARGET_DIR:-target}/screenshots" tests/browser/run.sh

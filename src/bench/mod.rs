@@ -13,6 +13,7 @@
 //! - `probe`: finding the highest topic id on a live server.
 //! - `procstat`: CPU time and memory of a process, from `/proc`.
 //! - `hello`: `pith bench hello`, the reference server.
+//! - `write`: `pith bench write`, the storage engine's durable insert rate.
 
 mod conn;
 pub mod hello;
@@ -22,6 +23,7 @@ pub mod procstat;
 pub mod report;
 pub mod results;
 pub mod schedule;
+pub mod write;
 
 use std::time::Duration;
 
@@ -44,6 +46,8 @@ pub enum BenchCommand {
     /// Open N live subscribers against a running server: connect rate, server memory per socket,
     /// ping round trips and fan-out latency of one post to all of them (docs/LIVE.md).
     Ws(crate::live::loadgen::WsBenchArgs),
+    /// N concurrent writers against the storage engine in-process: durable inserts/s and commit latency.
+    Write(write::WriteArgs),
 }
 
 pub fn main(args: BenchArgs) -> anyhow::Result<()> {
@@ -52,6 +56,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Hello(a) => hello::main(a),
         BenchCommand::Table(a) => report::table_main(a),
         BenchCommand::Ws(a) => crate::live::loadgen::main(a),
+        BenchCommand::Write(a) => write::main(a),
     }
 }
 

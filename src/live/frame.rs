@@ -117,8 +117,11 @@ pub struct Head {
 }
 
 impl Head {
+    /// Saturates: with a limit near `usize::MAX` (the hub's is at most
+    /// 1 MiB) a declared length could otherwise overflow; such a frame just
+    /// never completes. Found by the `live_proto` fuzz target.
     pub fn frame_len(&self) -> usize {
-        self.header_len + self.len
+        self.header_len.saturating_add(self.len)
     }
 
     pub fn is_control(&self) -> bool {
@@ -175,6 +178,31 @@ pub fn parse_head(buf: &[u8], max_len: usize) -> Result<Option<Head>, HeadError>
     Ok(Some(Head { fin, opcode, mask, len: len as usize, header_len: n }))
 }
 
+/// Unmasks each complete client frame at the start of `buf` and hands it,
+/// with its payload, to `each`; returns the bytes used, the rest being a
+/// frame still arriving. A pure function (no socket) so it can be fuzzed.
+pub fn client_frames<E: From<HeadError>>(
+    buf: &mut [u8],
+    max_len: usize,
+    mut each: impl FnMut(Head, &mut [u8]) -> Result<(), E>,
+) -> Result<usize, E> {
+    let mut pos = 0;
+    while pos < buf.len() {
+        let Some(head) = parse_head(&buf[pos..], max_len)? else { break };
+        if buf.len() - pos < head.frame_len() {
+            break;
+        }
+        let Some(mask) = head.mask else {
+            return Err(HeadError::Protocol("client frames must be masked").into());
+        };
+        let payload = &mut buf[pos + head.header_len..pos + head.frame_len()];
+        apply_mask(payload, mask);
+        pos += head.frame_len();
+        each(head, payload)?;
+    }
+    Ok(pos)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +240,31 @@ mod tests {
         assert!(matches!(parse_head(&[0x09, 0x80], 10), Err(HeadError::Protocol(_))));
         assert!(matches!(parse_head(&[0x89, 0xFE, 0, 200], 1000), Err(HeadError::Protocol(_))));
         assert_eq!(parse_head(&[0x81, 0xFF, 0, 0, 0, 1, 0, 0, 0, 0], 4096), Err(HeadError::TooBig));
+    }
+
+    #[test]
+    fn a_huge_declared_length_waits_for_bytes_instead_of_overflowing() {
+        let mut f = [0x81, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 1, 2, 3, 4, b'x'];
+        let used = client_frames(&mut f, usize::MAX, |_, _| Err::<(), _>(HeadError::TooBig));
+        assert_eq!(used, Ok(0));
+    }
+
+    #[test]
+    fn client_frames_are_unmasked_and_an_unmasked_one_is_refused() {
+        let mut buf = [frame(OP_TEXT, b"hi", Some([7, 7, 7, 7])), frame(OP_PING, b"", Some([1, 1, 1, 1]))].concat();
+        buf.extend_from_slice(&[0x81, 0x85]);
+        let mut seen = Vec::new();
+        let used = client_frames(&mut buf, 100, |h, p| {
+            seen.push((h.opcode, p.to_vec()));
+            Ok::<(), HeadError>(())
+        });
+        assert_eq!(used, Ok(buf.len() - 2), "the incomplete last frame is kept");
+        assert_eq!(seen, [(OP_TEXT, b"hi".to_vec()), (OP_PING, vec![])]);
+        let mut unmasked = frame(OP_TEXT, b"hi", None).to_vec();
+        assert!(matches!(
+            client_frames(&mut unmasked, 100, |_, _| Ok::<(), HeadError>(())),
+            Err(HeadError::Protocol(_))
+        ));
     }
 
     #[test]

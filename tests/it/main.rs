@@ -12,18 +12,21 @@
 //! - `moderation`: moderators, removals, locks, bans, reports, the mod log,
 //!   registration modes.
 //! - `store`: the `Store` trait as one story, for every backend.
+//! - `fuzz_regressions`: saved fuzz inputs through the fuzz targets' checks.
 //! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
 
 mod accounts;
 mod api;
 mod backup;
 mod bad_input;
+mod bench;
 mod cache;
 mod child;
 mod communities;
 mod concurrency;
 mod crash;
 mod faults;
+mod fuzz_regressions;
 #[allow(dead_code)] // each test module uses a different subset
 mod helpers;
 mod hygiene;

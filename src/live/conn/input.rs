@@ -10,6 +10,15 @@ use crate::live::frame::{self, Head, HeadError, OP_BINARY, OP_CLOSE, OP_CONTINUA
 use crate::live::hub::Key;
 use crate::live::proto::{self, Request};
 
+impl From<HeadError> for Stop {
+    fn from(e: HeadError) -> Stop {
+        match e {
+            HeadError::Protocol(why) => Stop::Close(close::PROTOCOL, why),
+            HeadError::TooBig => Stop::Close(close::TOO_BIG, "message too big"),
+        }
+    }
+}
+
 impl Conn {
     /// Reads what has arrived, a stack buffer at a time, and yields after
     /// `READS_PER_POLL` reads so one chatty client cannot hog a worker.
@@ -56,26 +65,7 @@ impl Conn {
     /// Handles each complete frame at the start of `buf`; returns the bytes used.
     fn frames(&mut self, buf: &mut [u8]) -> Result<usize, Stop> {
         let max = self.member.hub().limits().max_message;
-        let mut pos = 0;
-        while pos < buf.len() {
-            let head = match frame::parse_head(&buf[pos..], max) {
-                Ok(Some(h)) => h,
-                Ok(None) => break,
-                Err(HeadError::Protocol(why)) => return Err(Stop::Close(close::PROTOCOL, why)),
-                Err(HeadError::TooBig) => return Err(Stop::Close(close::TOO_BIG, "message too big")),
-            };
-            if buf.len() - pos < head.frame_len() {
-                break;
-            }
-            let Some(mask) = head.mask else {
-                return Err(Stop::Close(close::PROTOCOL, "client frames must be masked"));
-            };
-            let payload = &mut buf[pos + head.header_len..pos + head.frame_len()];
-            frame::apply_mask(payload, mask);
-            pos += head.frame_len();
-            self.frame(head, payload)?;
-        }
-        Ok(pos)
+        frame::client_frames(buf, max, |head, payload| self.frame(head, payload))
     }
 
     fn frame(&mut self, head: Head, payload: &mut [u8]) -> Step {

@@ -1,0 +1,228 @@
+//! One function per fuzz target: feeds the input to the real parser and
+//! panics when a property fails. Every target must also never panic on its
+//! own, whatever the bytes.
+
+use axum::extract::Query;
+use axum::http::Uri;
+use serde::Deserialize;
+
+use super::inert;
+use pith::http::live::LiveQuery;
+use pith::http::topics::{ListQuery, TopicQuery, parse_list, parse_post_sort};
+use pith::live::frame::{self, Head, HeadError, OP_CONTINUATION, OP_TEXT};
+use pith::live::{Key, proto};
+use pith::markdown;
+use pith::model::CommunityName;
+use pith::store::{Cursor, TopicSort};
+
+/// Markdown to HTML: inert, within the documented size bound, deterministic.
+pub fn markdown(data: &[u8]) {
+    let Ok(source) = std::str::from_utf8(data) else { return };
+    let html = markdown::render(source);
+    assert!(!html.to_ascii_lowercase().contains("<script"), "<script in {html:?}");
+    if let Err(why) = inert::check(&html) {
+        panic!("{why} in {html:?}");
+    }
+    assert!(html.len() <= markdown::max_len(source.len()), "{} bytes from {}", html.len(), source.len());
+    assert_eq!(html, markdown::render(source), "rendering is not deterministic");
+}
+
+/// The live protocol: the bytes as a JSON message, and as client frames.
+pub fn live_proto(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        message(text);
+    }
+    let [pick, split, rest @ ..] = data else { return };
+    // The hub clamps its limit to 125..=1 MiB; the extremes check that the
+    // pure function itself holds up on any limit.
+    let max = [0, 125, 4096, 1 << 20, usize::MAX][usize::from(*pick) % 5];
+    let whole = decode(rest, max);
+    // As it arrives from the socket: in two reads, with the unused tail of
+    // the first held over. The result must not depend on where reads split.
+    let cut = usize::from(*split).min(rest.len());
+    let mut first = rest[..cut].to_vec();
+    let mut frames = Vec::new();
+    let used = frame::client_frames(&mut first, max, |h: Head, p: &mut [u8]| {
+        frames.push((h, p.to_vec()));
+        Ok::<(), HeadError>(())
+    });
+    let split_result = match used {
+        Ok(used) => {
+            let mut held = first[used..].to_vec();
+            held.extend_from_slice(&rest[cut..]);
+            let more = frame::client_frames(&mut held, max, |h: Head, p: &mut [u8]| {
+                frames.push((h, p.to_vec()));
+                Ok::<(), HeadError>(())
+            });
+            more.map(|m| used + m)
+        }
+        Err(e) => Err(e),
+    };
+    assert_eq!((whole.frames, whole.result), (frames, split_result), "split at {cut}");
+}
+
+struct Decoded {
+    frames: Vec<(Head, Vec<u8>)>,
+    result: Result<usize, HeadError>,
+}
+
+/// Decodes client frames as `Conn` does, checks each frame, and hands
+/// complete text messages to `message`.
+fn decode(bytes: &[u8], max: usize) -> Decoded {
+    let mut buf = bytes.to_vec();
+    let mut frames = Vec::new();
+    // A fragmented text message being put together, as `Conn` does.
+    let mut partial: Option<Vec<u8>> = None;
+    let result = frame::client_frames(&mut buf, max, |head: Head, payload: &mut [u8]| {
+        assert_eq!(payload.len(), head.len);
+        assert!(head.len <= max && head.mask.is_some());
+        assert!(!head.is_control() || (head.fin && head.len <= frame::MAX_CONTROL));
+        round_trip(head, payload);
+        frames.push((head, payload.to_vec()));
+        match (head.opcode, partial.as_mut()) {
+            (OP_TEXT, None) if head.fin => text(payload),
+            (OP_TEXT, None) => partial = Some(payload.to_vec()),
+            (OP_CONTINUATION, Some(msg)) if msg.len() + payload.len() <= max => {
+                msg.extend_from_slice(payload);
+                if head.fin {
+                    text(&partial.take().unwrap_or_default());
+                }
+            }
+            (op, _) if op & 0x8 == 0 => partial = None,
+            _ => {}
+        }
+        Ok::<(), HeadError>(())
+    });
+    if let Ok(used) = result {
+        assert!(used <= bytes.len());
+    }
+    Decoded { frames, result }
+}
+
+/// A decoded frame, framed again by the server's own encoder, decodes to
+/// the same opcode and payload.
+fn round_trip(head: Head, payload: &[u8]) {
+    let Some(mask) = head.mask else { return };
+    if !head.fin {
+        return;
+    }
+    let bytes = frame::frame(head.opcode, payload, Some(mask));
+    let mut again = bytes.to_vec();
+    let mut seen = None;
+    let used = frame::client_frames(&mut again, payload.len(), |h: Head, p: &mut [u8]| {
+        seen = Some((h.opcode, p.to_vec()));
+        Ok::<(), HeadError>(())
+    });
+    assert_eq!(used, Ok(bytes.len()));
+    assert_eq!(seen, Some((head.opcode, payload.to_vec())));
+}
+
+fn text(payload: &[u8]) {
+    if let Ok(t) = std::str::from_utf8(payload) {
+        message(t);
+    }
+}
+
+/// A client's JSON message, and the hub keys of a (un)subscribe.
+fn message(text: &str) {
+    let (topics, communities) = match proto::parse(text) {
+        Ok(proto::Request::Subscribe { topics, communities })
+        | Ok(proto::Request::Unsubscribe { topics, communities }) => (topics, communities),
+        _ => return,
+    };
+    if let Ok(keys) = proto::keys(&topics, &communities) {
+        assert!(keys.len() <= topics.len() + communities.len());
+        check_keys(&keys);
+    }
+}
+
+/// Keys are sorted, unique, positive topic ids and valid community names.
+fn check_keys(keys: &[Key]) {
+    assert!(keys.windows(2).all(|w| w[0] < w[1]), "not sorted and unique: {keys:?}");
+    for k in keys {
+        match k {
+            Key::Topic(t) => assert!(*t > 0),
+            Key::Community(c) => assert!(CommunityName::parse(c).is_ok(), "{c:?}"),
+            Key::Inbox(_) => panic!("a query or message named an inbox"),
+        }
+    }
+}
+
+/// Pagination cursors: whatever decodes re-encodes to something that
+/// decodes to the same cursor, and every cursor the server can make
+/// decodes back.
+pub fn cursor(data: &[u8]) {
+    if let Ok(s) = std::str::from_utf8(data)
+        && let Some(c) = Cursor::decode(s)
+    {
+        same_after_round_trip(c);
+    }
+    if let [kind, rest @ ..] = data
+        && let (Some(a), Some(b)) = (rest.get(..8), rest.get(8..16))
+    {
+        let a: [u8; 8] = a.try_into().unwrap_or_default();
+        let id = i64::from_le_bytes(b.try_into().unwrap_or_default());
+        let c = match kind % 3 {
+            0 => Cursor::Hot(f64::from_le_bytes(a), id),
+            1 => Cursor::New(i64::from_le_bytes(a), id),
+            _ => Cursor::Top(i64::from_le_bytes(a), id),
+        };
+        // Hot scores are finite; the server never makes any other.
+        if !matches!(c, Cursor::Hot(h, _) if !h.is_finite()) {
+            same_after_round_trip(c);
+        }
+    }
+}
+
+fn same_after_round_trip(c: Cursor) {
+    let s = c.encode();
+    assert!(s.len() <= 100, "{c:?} encodes too long to decode: {s}");
+    assert_eq!(Cursor::decode(&s), Some(c), "{s}");
+}
+
+/// `LiveQuery`'s fields, which are private to `http::live`: the same names
+/// and types, so the same strings deserialize.
+#[derive(Deserialize)]
+struct LiveParams {
+    topics: Option<String>,
+    communities: Option<String>,
+    #[serde(rename = "token")]
+    _token: Option<String>,
+}
+
+/// Query strings of the listing, topic and live routes, through axum's
+/// `Query` extractor (what `http::extract::Query` wraps) and the handlers'
+/// validation.
+pub fn query(data: &[u8]) {
+    let Ok(q) = std::str::from_utf8(data) else { return };
+    // What hyper would not accept as a request target never reaches a handler.
+    let Ok(uri) = format!("/api/v1/topics?{q}").parse::<Uri>() else { return };
+    if let Ok(Query(list)) = Query::<ListQuery>::try_from_uri(&uri)
+        && let Ok(l) = parse_list(None, list)
+    {
+        assert!((1..=100).contains(&l.limit));
+        let agrees = matches!(
+            (l.after, l.sort),
+            (None, _)
+                | (Some(Cursor::Hot(..)), TopicSort::Hot)
+                | (Some(Cursor::New(..)), TopicSort::New)
+                | (Some(Cursor::Top(..)), TopicSort::Top(_))
+        );
+        assert!(agrees, "{:?} after a cursor of another sort", l.sort);
+        if let Some(c) = l.after {
+            same_after_round_trip(c);
+        }
+    }
+    if let Ok(Query(t)) = Query::<TopicQuery>::try_from_uri(&uri) {
+        let _ = parse_post_sort(t.sort.as_deref());
+    }
+    let _ = Query::<LiveQuery>::try_from_uri(&uri);
+    if let Ok(Query(live)) = Query::<LiveParams>::try_from_uri(&uri) {
+        for max in [0, 1, 32] {
+            if let Ok(keys) = proto::query_keys(live.topics.as_deref(), live.communities.as_deref(), max) {
+                assert!(keys.len() <= max, "{} keys with at most {max}", keys.len());
+                check_keys(&keys);
+            }
+        }
+    }
+}

@@ -1,6 +1,11 @@
-//! The rendered-response cache: a topic rendered once as JSON bytes, with a
-//! gzip variant and a strong ETag, served to every reader until a write to
-//! that topic evicts it.
+//! The rendered-response cache: a topic rendered once, as the API's JSON
+//! or as the signed-out HTML page, with a gzip variant and a strong ETag,
+//! served to every reader until a write to that topic evicts it.
+//!
+//! Entries are grouped by topic: one slot per topic holds every variant
+//! (JSON and page in each post order, and single posts' HTML for the live
+//! script), so `invalidate(topic)` drops them all at once and the LRU
+//! evicts whole topics.
 //!
 //! Freshness: each topic has a generation number, bumped by every
 //! invalidation. A renderer notes the generation *before* it reads the
@@ -14,19 +19,28 @@
 //!
 //! Single flight: when many requests miss the same entry at once, one
 //! renders and the others wait for its bytes. An invalidation also forgets
-//! the render in flight, so a read that starts after a write never waits on
-//! a render that began before it.
+//! the renders in flight, so a read that starts after a write never waits
+//! on a render that began before it.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use lru::LruCache;
 
 use crate::model::Restricted;
 use crate::store::PostSort;
+
+/// What the bytes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Html,
+}
 
 /// One rendered response.
 #[derive(Debug)]
@@ -38,6 +52,7 @@ pub struct Rendered {
     pub etag: String,
     /// `None`: nothing in the topic is removed, every viewer gets `body`.
     pub restricted: Option<Restricted>,
+    pub format: Format,
 }
 
 impl Rendered {
@@ -45,11 +60,20 @@ impl Rendered {
         Rendered::restricted(body, None)
     }
 
-    /// A public rendering of a topic with removed content in it.
+    /// A public JSON rendering of a topic with removed content in it.
     pub fn restricted(body: Vec<u8>, restricted: Option<Restricted>) -> Rendered {
+        Rendered::of(Format::Json, body, restricted)
+    }
+
+    /// A public HTML rendering (the signed-out page, or one post).
+    pub fn html(body: Vec<u8>, restricted: Option<Restricted>) -> Rendered {
+        Rendered::of(Format::Html, body, restricted)
+    }
+
+    fn of(format: Format, body: Vec<u8>, restricted: Option<Restricted>) -> Rendered {
         let etag = format!("\"{:032x}\"", xxhash_rust::xxh3::xxh3_128(&body));
         let gzip = if body.len() >= 256 { gzip(&body) } else { None };
-        Rendered { body: Bytes::from(body), gzip, etag, restricted }
+        Rendered { body: Bytes::from(body), gzip, etag, restricted, format }
     }
 
     fn weight(&self) -> usize {
@@ -65,14 +89,32 @@ fn gzip(data: &[u8]) -> Option<Bytes> {
     (out.len() < data.len()).then(|| Bytes::from(out))
 }
 
-/// A cache key: one topic rendered in one post order.
-pub type Key = (i64, PostSort);
+/// Which rendering of a topic an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// `GET /api/v1/topics/{id}?sort=`.
+    Json(PostSort),
+    /// The signed-out page `/t/{id}?sort=`.
+    Page(PostSort),
+    /// One post's HTML, as the live script inserts it (signed out).
+    Post(i64),
+}
+
+/// A cache key: one topic and one of its renderings.
+pub type Key = (i64, Variant);
 
 /// A render in progress that later requests for the same key wait on.
 type Flight = Arc<tokio::sync::OnceCell<Arc<Rendered>>>;
 
+/// Every cached rendering of one topic.
+#[derive(Default)]
+struct Slot {
+    variants: HashMap<Variant, Arc<Rendered>>,
+    weight: usize,
+}
+
 struct Inner {
-    entries: LruCache<Key, Arc<Rendered>>,
+    entries: LruCache<i64, Slot>,
     generations: HashMap<i64, u64>,
     in_flight: HashMap<Key, Flight>,
     bytes: usize,
@@ -107,7 +149,7 @@ impl TopicCache {
     }
 
     pub fn get(&self, key: Key) -> Option<Arc<Rendered>> {
-        self.lock().entries.get(&key).cloned()
+        self.lock().entries.get(&key.0).and_then(|slot| slot.variants.get(&key.1)).cloned()
     }
 
     /// The cached render of `key`, or the result of `render` (run once for
@@ -119,7 +161,7 @@ impl TopicCache {
     {
         let flight = {
             let mut inner = self.lock();
-            if let Some(hit) = inner.entries.get(&key) {
+            if let Some(hit) = inner.entries.get(&key.0).and_then(|slot| slot.variants.get(&key.1)) {
                 return Ok(hit.clone());
             }
             inner.in_flight.entry(key).or_default().clone()
@@ -155,27 +197,27 @@ impl TopicCache {
         if inner.generations.get(&key.0).copied().unwrap_or(0) != ticket.0 {
             return;
         }
-        if let Some(old) = inner.entries.put(key, value) {
-            inner.bytes -= old.weight();
-        }
-        inner.bytes += weight;
+        let slot = inner.entries.get_or_insert_mut(key.0, Slot::default);
+        let old = slot.variants.insert(key.1, value).map_or(0, |old| old.weight());
+        slot.weight = slot.weight + weight - old;
+        inner.bytes = inner.bytes + weight - old;
         while inner.bytes > self.budget {
             match inner.entries.pop_lru() {
-                Some((_, old)) => inner.bytes -= old.weight(),
+                Some((_, old)) => inner.bytes -= old.weight,
                 None => break,
             }
         }
     }
 
-    /// Evicts every rendering of `topic`; call after a write to it commits.
+    /// Evicts every rendering of `topic` (JSON, pages, posts) and forgets
+    /// the renders of it in flight; call after a write to it commits.
     pub fn invalidate(&self, topic: i64) {
         let mut inner = self.lock();
         *inner.generations.entry(topic).or_insert(0) += 1;
-        for sort in [PostSort::Best, PostSort::New, PostSort::Old] {
-            inner.in_flight.remove(&(topic, sort));
-            if let Some(old) = inner.entries.pop(&(topic, sort)) {
-                inner.bytes -= old.weight();
-            }
+        // Only concurrent misses are in flight: a short map to scan.
+        inner.in_flight.retain(|key, _| key.0 != topic);
+        if let Some(old) = inner.entries.pop(&topic) {
+            inner.bytes -= old.weight;
         }
         // Generations only matter while a render may be in flight; keep
         // the map from growing with every topic ever written.
@@ -197,6 +239,75 @@ impl Default for TopicCache {
     }
 }
 
+/// Who a response may be kept for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// Anyone: the cached public view.
+    Public,
+    /// Only the requesting user (`Cache-Control: private`): it shows removed
+    /// content.
+    Private,
+}
+
+/// Answers from a render: 304 when the client has it, the gzip variant
+/// when the client accepts it. Shared by the API and the pages.
+pub fn respond(r: &Rendered, headers: &HeaderMap, audience: Audience) -> Response {
+    let cache = HeaderValue::from_static(match audience {
+        Audience::Public => "no-cache",
+        Audience::Private => "private, no-cache",
+    });
+    // Where some viewers see more, the answer depends on the credentials
+    // too; a signed-in browser always gets a page of its own.
+    let vary = HeaderValue::from_static(match r.format {
+        Format::Html => "accept-encoding, cookie",
+        Format::Json if audience == Audience::Private || r.restricted.is_some() => "accept-encoding, authorization",
+        Format::Json => "accept-encoding",
+    });
+    let etag = HeaderValue::from_str(&r.etag).unwrap_or_else(|_| HeaderValue::from_static("\"\""));
+    if let Some(inm) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
+        let matches = inm.split(',').map(|t| t.trim().trim_start_matches("W/")).any(|t| t == "*" || t == r.etag);
+        if matches {
+            // A 304 repeats the validators and caching headers of the 200 (RFC 9110 15.4.5).
+            return (
+                StatusCode::NOT_MODIFIED,
+                [(header::ETAG, etag), (header::VARY, vary), (header::CACHE_CONTROL, cache)],
+            )
+                .into_response();
+        }
+    }
+    let content_type = HeaderValue::from_static(match r.format {
+        Format::Json => "application/json",
+        Format::Html => "text/html; charset=utf-8",
+    });
+    let mut res = match (&r.gzip, accepts_gzip(headers)) {
+        (Some(gz), true) => {
+            let mut res = gz.clone().into_response();
+            res.headers_mut().insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            res
+        }
+        _ => r.body.clone().into_response(),
+    };
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_TYPE, content_type);
+    h.insert(header::ETAG, etag);
+    h.insert(header::VARY, vary);
+    h.insert(header::CACHE_CONTROL, cache);
+    res
+}
+
+/// True when `Accept-Encoding` lists gzip without `q=0`.
+pub fn accepts_gzip(headers: &HeaderMap) -> bool {
+    let Some(v) = headers.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    v.split(',').any(|item| {
+        let mut parts = item.split(';').map(str::trim);
+        let name = parts.next().unwrap_or("");
+        let q_zero = parts.any(|p| p.replace(' ', "").trim_start_matches("q=").parse::<f32>() == Ok(0.0));
+        (name.eq_ignore_ascii_case("gzip") || name == "*") && !q_zero
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,33 +321,56 @@ mod tests {
         let cache = TopicCache::new(1 << 20);
         let ticket = cache.ticket(7);
         cache.invalidate(7);
-        cache.insert((7, PostSort::Old), ticket, render("stale"));
-        assert!(cache.get((7, PostSort::Old)).is_none());
+        cache.insert((7, Variant::Json(PostSort::Old)), ticket, render("stale"));
+        assert!(cache.get((7, Variant::Json(PostSort::Old))).is_none());
         let ticket = cache.ticket(7);
-        cache.insert((7, PostSort::Old), ticket, render("fresh"));
-        assert_eq!(&cache.get((7, PostSort::Old)).expect("cached").body[..], b"fresh");
+        cache.insert((7, Variant::Json(PostSort::Old)), ticket, render("fresh"));
+        assert_eq!(&cache.get((7, Variant::Json(PostSort::Old))).expect("cached").body[..], b"fresh");
     }
 
     #[test]
-    fn invalidating_a_topic_evicts_all_its_orders_and_nothing_else() {
+    fn invalidating_a_topic_evicts_all_its_renderings_and_nothing_else() {
         let cache = TopicCache::new(1 << 20);
-        for (id, sort) in [(1, PostSort::Best), (1, PostSort::New), (2, PostSort::Best)] {
-            cache.insert((id, sort), cache.ticket(id), render("x"));
+        let keys = [
+            (1, Variant::Json(PostSort::Best)),
+            (1, Variant::Json(PostSort::New)),
+            (1, Variant::Page(PostSort::Best)),
+            (1, Variant::Page(PostSort::Old)),
+            (1, Variant::Post(10)),
+            (2, Variant::Json(PostSort::Best)),
+            (2, Variant::Page(PostSort::Best)),
+        ];
+        for key in keys {
+            cache.insert(key, cache.ticket(key.0), render("x"));
         }
+        let before = cache.bytes();
         cache.invalidate(1);
-        assert!(cache.get((1, PostSort::Best)).is_none());
-        assert!(cache.get((1, PostSort::New)).is_none());
-        assert!(cache.get((2, PostSort::Best)).is_some());
+        for key in &keys[..5] {
+            assert!(cache.get(*key).is_none(), "{key:?}");
+        }
+        assert!(cache.get(keys[5]).is_some() && cache.get(keys[6]).is_some());
+        assert_eq!(cache.bytes(), before * 2 / 7, "the byte count follows");
+    }
+
+    #[test]
+    fn a_page_render_that_raced_with_a_write_is_not_stored_either() {
+        let cache = TopicCache::new(1 << 20);
+        let ticket = cache.ticket(5);
+        cache.invalidate(5);
+        cache.insert((5, Variant::Page(PostSort::Best)), ticket, render("stale page"));
+        cache.insert((5, Variant::Post(9)), ticket, render("stale post"));
+        assert!(cache.get((5, Variant::Page(PostSort::Best))).is_none());
+        assert!(cache.get((5, Variant::Post(9))).is_none());
     }
 
     #[test]
     fn the_cache_stays_within_its_byte_budget() {
         let cache = TopicCache::new(64 * 1024);
         for id in 0..1000 {
-            cache.insert((id, PostSort::Best), cache.ticket(id), render(&"y".repeat(1000)));
+            cache.insert((id, Variant::Json(PostSort::Best)), cache.ticket(id), render(&"y".repeat(1000)));
         }
         assert!(cache.bytes() <= 64 * 1024);
-        assert!(cache.get((999, PostSort::Best)).is_some(), "the newest entry survives");
+        assert!(cache.get((999, Variant::Json(PostSort::Best))).is_some(), "the newest entry survives");
     }
 
     #[tokio::test]
@@ -248,7 +382,7 @@ mod tests {
             let (cache, renders) = (cache.clone(), renders.clone());
             tasks.push(tokio::spawn(async move {
                 cache
-                    .get_or_render((3, PostSort::Best), || async {
+                    .get_or_render((3, Variant::Json(PostSort::Best)), || async {
                         renders.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                         Ok::<_, ()>(render("once"))
@@ -271,7 +405,7 @@ mod tests {
             let cache = cache.clone();
             tokio::spawn(async move {
                 cache
-                    .get_or_render((4, PostSort::Old), || async move {
+                    .get_or_render((4, Variant::Json(PostSort::Old)), || async move {
                         let _ = started_tx.send(());
                         let _ = release_rx.await;
                         Ok::<_, ()>(render("before the write"))
@@ -281,11 +415,12 @@ mod tests {
         };
         started_rx.await.expect("render started");
         cache.invalidate(4);
-        let fresh = cache.get_or_render((4, PostSort::Old), || async { Ok::<_, ()>(render("after")) }).await;
+        let fresh =
+            cache.get_or_render((4, Variant::Json(PostSort::Old)), || async { Ok::<_, ()>(render("after")) }).await;
         assert_eq!(&fresh.expect("render").body[..], b"after");
         let _ = release_tx.send(());
         assert_eq!(&old.await.expect("join").expect("render").body[..], b"before the write");
-        assert_eq!(&cache.get((4, PostSort::Old)).expect("cached").body[..], b"after");
+        assert_eq!(&cache.get((4, Variant::Json(PostSort::Old))).expect("cached").body[..], b"after");
     }
 
     #[test]

@@ -5,7 +5,9 @@
 use serde::{Serialize, Serializer};
 
 mod moderation;
+mod search;
 pub use moderation::*;
+pub use search::SearchHit;
 
 /// Unix seconds, serialised as RFC 3339 (`2026-11-22T10:00:00Z`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -57,7 +59,11 @@ pub struct Topic {
     /// `None` once the topic is deleted.
     pub author: Option<String>,
     pub title: String,
+    /// The Markdown source, as written.
     pub body: Option<String>,
+    /// `body` rendered to sanitized HTML when it was written (see
+    /// `markdown::render`): readers never render. `None` with `body`.
+    pub body_html: Option<String>,
     pub url: Option<String>,
     pub created_at: Timestamp,
     pub edited_at: Option<Timestamp>,
@@ -82,7 +88,11 @@ pub struct Post {
     pub parent_id: Option<i64>,
     /// `None` once the post is deleted (its replies stay).
     pub author: Option<String>,
+    /// The Markdown source, as written.
     pub body: String,
+    /// `body` rendered to sanitized HTML when it was written; empty
+    /// whenever `body` is (deleted, or removed and redacted).
+    pub body_html: String,
     pub created_at: Timestamp,
     pub edited_at: Option<Timestamp>,
     pub deleted: bool,

@@ -164,12 +164,60 @@
     return res.ok ? fromHtml(await res.text()) : null;
   }
 
+  // A live event carries the post with its sanitized HTML: the page's
+  // <template id="post-proto"> (a comment as this viewer sees one, with
+  // their controls) is filled in, so no request is needed.
+  const proto = document.getElementById('post-proto');
+
+  function bodyOf(html) {
+    const tpl = document.createElement('template');
+    tpl.innerHTML = html;
+    const div = document.createElement('div');
+    div.className = 'body';
+    div.append(tpl.content);
+    return div;
+  }
+
+  function buildPost(post) {
+    if (!proto || typeof post.body_html !== 'string') return null;
+    const el = proto.content.firstElementChild.cloneNode(true);
+    const [pid, pauthor] = [proto.dataset.id, proto.dataset.author];
+    const author = post.author || '';
+    for (const node of [el, ...el.querySelectorAll('*')]) {
+      for (const a of node.attributes) {
+        if (a.value.includes(pid) || a.value.includes(pauthor)) {
+          a.value = a.value.replaceAll(pid, String(post.id)).replaceAll(pauthor, author);
+        }
+      }
+    }
+    const who = el.querySelector('.who');
+    if (post.author) who.querySelector('a').textContent = post.author;
+    else who.textContent = '[deleted]';
+    const score = el.querySelector('[data-score]');
+    score.textContent = post.score;
+    score.nextSibling.textContent = Math.abs(post.score) === 1 ? ' point' : ' points';
+    const time = el.querySelector('time');
+    time.setAttribute('datetime', post.created_at);
+    time.textContent = post.created_at;
+    el.querySelector(':scope > details > .body').replaceWith(bodyOf(post.body_html));
+    return el;
+  }
+
+  function depthOf(parentId) {
+    let depth = 0;
+    for (let at = parentId && document.getElementById('p' + parentId); at; at = at.parentElement.closest('.post')) depth++;
+    return depth;
+  }
+
   async function onEvent(ev) {
     let msg;
     try { msg = JSON.parse(ev.data); } catch { return; }
     if (msg.type === 'post' && String(msg.post.topic_id) === topicId) {
       if (document.getElementById('p' + msg.post.id)) return;
-      const el = msg.post.html ? fromHtml(msg.post.html) : await fetchPost(msg.post.id);
+      const el = buildPost(msg.post) || await fetchPost(msg.post.id);
+      if (el && !el.classList.contains('deep') && depthOf(msg.post.parent_id) >= Number(thread.dataset.maxIndent)) {
+        el.classList.add('deep');
+      }
       if (insertPost(el, msg.post.parent_id)) announce('New comment by ' + (msg.post.author || 'someone'));
     } else if (msg.type === 'score') {
       const box = msg.post_id == null ? document.querySelector('.topic .votes') : document.getElementById('p' + msg.post_id);
@@ -177,10 +225,12 @@
       if (score) score.textContent = msg.score;
     } else if (msg.type === 'post_edited') {
       const old = document.getElementById('p' + msg.post.id);
-      const fresh = old && await fetchPost(msg.post.id);
-      const body = fresh && fresh.querySelector(':scope > details > .body');
-      const oldBody = old && old.querySelector(':scope > details > .body');
-      if (body && oldBody) oldBody.replaceWith(body);
+      const oldBody = old && old.querySelector(':scope > details > :is(.body, .gone-text)');
+      if (!oldBody) return;
+      let body;
+      if (typeof msg.post.body_html === 'string') body = bodyOf(msg.post.body_html);
+      else body = (await fetchPost(msg.post.id))?.querySelector(':scope > details > .body');
+      if (body) oldBody.replaceWith(body);
     } else if (msg.type === 'post_removed') {
       const body = document.querySelector(`#p${msg.post_id} > details > .body`);
       if (body) {

@@ -7,12 +7,13 @@ mod communities;
 pub mod extract;
 pub mod limits;
 pub mod live;
-mod moderation;
+pub mod moderation;
 mod openapi;
-mod posts;
+pub mod posts;
+pub mod search;
 pub mod server;
 pub mod topics;
-mod users;
+pub mod users;
 
 use std::future::Future;
 use std::ops::Deref;
@@ -145,6 +146,7 @@ pub fn router<S: Store>(state: AppState<S>, request_timeout: Duration) -> Router
         .merge(users::router())
         .merge(moderation::router())
         .merge(admin::router())
+        .merge(search::router())
         .merge(openapi::router())
         .merge(live::router());
     let api = api.route_layer(axum::middleware::from_fn(route_body_limit));

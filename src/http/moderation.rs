@@ -51,12 +51,12 @@ fn check_name(name: &str, what: &str) -> AppResult<()> {
 pub struct ModRequest {
     /// Optional; shown in the public moderation log.
     #[serde(default)]
-    reason: Option<String>,
+    pub reason: Option<String>,
 }
 
 /// Runs a moderator's action, then evicts the topic's renderings and tells
 /// live subscribers, only when something changed.
-async fn act<S: Store>(
+pub async fn act<S: Store>(
     state: &AppState<S>,
     auth: AuthUser,
     action: ModAction,
@@ -155,12 +155,12 @@ async fn dismiss<S: Store>(
 
 #[derive(Deserialize)]
 pub struct BanRequest {
-    username: String,
+    pub username: String,
     #[serde(default)]
-    reason: Option<String>,
+    pub reason: Option<String>,
     /// Absent or null: permanent.
     #[serde(default)]
-    duration_secs: Option<u64>,
+    pub duration_secs: Option<u64>,
 }
 
 /// Longest temporary ban: ten years (longer is what permanent is for).

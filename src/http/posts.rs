@@ -12,13 +12,13 @@ use super::limits::{Action, ClientIp, Who};
 use super::topics::{VoteRequest, cast_vote};
 use super::{AppState, commit};
 use crate::error::AppResult;
-use crate::model::{Body, VoteTarget};
+use crate::model::{Body, Post, User, VoteTarget};
 use crate::store::{NewPost, Store};
 
 pub fn router<S: Store>() -> Router<AppState<S>> {
     Router::new()
-        .route("/topics/{id}/posts", post(create_post::<S>))
-        .route("/posts/{id}", patch(edit_post::<S>).delete(delete_post::<S>))
+        .route("/topics/{id}/posts", post(api_create_post::<S>))
+        .route("/posts/{id}", patch(api_edit_post::<S>).delete(api_delete_post::<S>))
         .route("/posts/{id}/vote", post(vote_post::<S>))
 }
 
@@ -28,7 +28,7 @@ pub struct CreatePost {
     parent_id: Option<i64>,
 }
 
-async fn create_post<S: Store>(
+async fn api_create_post<S: Store>(
     State(state): State<AppState<S>>,
     auth: AuthUser,
     ip: ClientIp,
@@ -36,16 +36,23 @@ async fn create_post<S: Store>(
     Json(req): Json<CreatePost>,
 ) -> AppResult<Response> {
     let new = NewPost { topic_id, parent_id: req.parent_id, body: Body::parse(&req.body)? };
-    state.limits.check(Action::Post, ip, Who::User(auth.user.id))?;
-    let post = commit(&state, move |st| async move {
-        let post = st.store.create_post(&auth.user, new).await?;
+    let post = create_post(&state, auth.user, ip, new).await?;
+    let location = format!("/api/v1/topics/{topic_id}#post-{}", post.id);
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)], axum::Json(post)).into_response())
+}
+
+/// Replies to a topic for the API and the forms alike: the rate limit, the
+/// write, the eviction of the topic's renderings and the live event.
+pub async fn create_post<S: Store>(state: &AppState<S>, user: User, ip: ClientIp, new: NewPost) -> AppResult<Post> {
+    state.limits.check(Action::Post, ip, Who::User(user.id))?;
+    let topic_id = new.topic_id;
+    commit(state, move |st| async move {
+        let post = st.store.create_post(&user, new).await?;
         st.cache.invalidate(topic_id);
         st.live.post_created(&post);
         Ok(post)
     })
-    .await?;
-    let location = format!("/api/v1/topics/{topic_id}#post-{}", post.id);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], axum::Json(post)).into_response())
+    .await
 }
 
 #[derive(Deserialize)]
@@ -53,36 +60,47 @@ pub struct EditPost {
     body: String,
 }
 
-async fn edit_post<S: Store>(
+async fn api_edit_post<S: Store>(
     State(state): State<AppState<S>>,
     auth: AuthUser,
     Path(id): Path<i64>,
     Json(req): Json<EditPost>,
 ) -> AppResult<Response> {
     let body = Body::parse(&req.body)?;
-    let post = commit(&state, move |st| async move {
-        let post = st.store.edit_post(&auth.user, id, body).await?;
+    Ok(axum::Json(edit_post(&state, auth.user, id, body).await?).into_response())
+}
+
+/// Replaces a post's body, evicts its topic's renderings and tells live
+/// subscribers.
+pub async fn edit_post<S: Store>(state: &AppState<S>, user: User, id: i64, body: Body) -> AppResult<Post> {
+    commit(state, move |st| async move {
+        let post = st.store.edit_post(&user, id, body).await?;
         st.cache.invalidate(post.topic_id);
         st.live.post_edited(&post);
         Ok(post)
     })
-    .await?;
-    Ok(axum::Json(post).into_response())
+    .await
 }
 
-async fn delete_post<S: Store>(
+async fn api_delete_post<S: Store>(
     State(state): State<AppState<S>>,
     auth: AuthUser,
     Path(id): Path<i64>,
 ) -> AppResult<StatusCode> {
-    commit(&state, move |st| async move {
-        let topic_id = st.store.delete_post(&auth.user, id).await?;
+    delete_post(&state, auth.user, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Deletes a post (its author, or an admin) and returns its topic's id,
+/// after evicting that topic's renderings and telling live subscribers.
+pub async fn delete_post<S: Store>(state: &AppState<S>, user: User, id: i64) -> AppResult<i64> {
+    commit(state, move |st| async move {
+        let topic_id = st.store.delete_post(&user, id).await?;
         st.cache.invalidate(topic_id);
         st.live.post_removed(topic_id, id);
-        Ok(())
+        Ok(topic_id)
     })
-    .await?;
-    Ok(StatusCode::NO_CONTENT)
+    .await
 }
 
 async fn vote_post<S: Store>(

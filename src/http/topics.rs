@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
@@ -12,17 +12,17 @@ use serde::{Deserialize, Serialize};
 use super::extract::{AuthUser, Json, Path, Query};
 use super::limits::{Action, ClientIp, Who};
 use super::{AppState, commit};
-use crate::cache::Rendered;
+use crate::cache::{Audience, Rendered, Variant, respond};
 use crate::error::{AppError, AppResult};
-use crate::model::{Body, CommunityName, Link, Post, Restricted, Title, Topic, Viewer, VoteTarget, redact};
+use crate::model::{Body, CommunityName, Link, Post, Restricted, Title, Topic, User, Viewer, VoteTarget, redact};
 use crate::store::{Cursor, ListTopics, NewTopic, PostSort, Store, TimeWindow, TopicSort};
 
 pub fn router<S: Store>() -> Router<AppState<S>> {
     Router::new()
         .route("/topics", get(list_front::<S>))
-        .route("/topics/{id}", get(get_topic::<S>).patch(edit_topic::<S>).delete(delete_topic::<S>))
+        .route("/topics/{id}", get(get_topic::<S>).patch(api_edit_topic::<S>).delete(api_delete_topic::<S>))
         .route("/topics/{id}/vote", post(vote_topic::<S>))
-        .route("/communities/{name}/topics", get(list_community::<S>).post(create_topic::<S>))
+        .route("/communities/{name}/topics", get(list_community::<S>).post(api_create_topic::<S>))
 }
 
 #[derive(Deserialize)]
@@ -60,8 +60,10 @@ async fn get_topic<S: Store>(
     req: axum::extract::Request,
 ) -> AppResult<Response> {
     let sort = parse_post_sort(q.sort.as_deref())?;
-    let rendered =
-        state.cache.get_or_render((id, sort), || async { render(&state, id, sort, Viewer::Public).await }).await?;
+    let rendered = state
+        .cache
+        .get_or_render((id, Variant::Json(sort)), || async { render(&state, id, sort, Viewer::Public).await })
+        .await?;
     if let Some(restricted) = &rendered.restricted {
         let (mut parts, _) = req.into_parts();
         if let Some(viewer) = privileged_viewer(&state, &mut parts, restricted).await {
@@ -123,75 +125,6 @@ async fn privileged_viewer<S: Store>(
         _ if restricted.concerns(user.id) => Some(Viewer::Author(user.id)),
         _ => None,
     }
-}
-
-/// Who a response may be kept for.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Audience {
-    /// Anyone: the cached public view.
-    Public,
-    /// Only the requesting user (`Cache-Control: private`): it shows removed
-    /// content.
-    Private,
-}
-
-/// Answers from a render: 304 when the client has it, the gzip variant
-/// when the client accepts it.
-pub fn respond(r: &Rendered, headers: &HeaderMap, audience: Audience) -> Response {
-    let cache = HeaderValue::from_static(match audience {
-        Audience::Public => "no-cache",
-        Audience::Private => "private, no-cache",
-    });
-    // Where some viewers see more, the answer depends on the token too.
-    let vary = HeaderValue::from_static(if audience == Audience::Private || r.restricted.is_some() {
-        "accept-encoding, authorization"
-    } else {
-        "accept-encoding"
-    });
-    let etag = HeaderValue::from_str(&r.etag).unwrap_or_else(|_| HeaderValue::from_static("\"\""));
-    if let Some(inm) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
-        let matches = inm.split(',').map(|t| t.trim().trim_start_matches("W/")).any(|t| t == "*" || t == r.etag);
-        if matches {
-            // A 304 repeats the validators and caching headers of the 200 (RFC 9110 15.4.5).
-            return (
-                StatusCode::NOT_MODIFIED,
-                [(header::ETAG, etag), (header::VARY, vary), (header::CACHE_CONTROL, cache)],
-            )
-                .into_response();
-        }
-    }
-    let json = HeaderValue::from_static("application/json");
-    match (&r.gzip, accepts_gzip(headers)) {
-        (Some(gz), true) => (
-            [
-                (header::CONTENT_TYPE, json),
-                (header::CONTENT_ENCODING, HeaderValue::from_static("gzip")),
-                (header::ETAG, etag),
-                (header::VARY, vary),
-                (header::CACHE_CONTROL, cache),
-            ],
-            gz.clone(),
-        )
-            .into_response(),
-        _ => (
-            [(header::CONTENT_TYPE, json), (header::ETAG, etag), (header::VARY, vary), (header::CACHE_CONTROL, cache)],
-            r.body.clone(),
-        )
-            .into_response(),
-    }
-}
-
-/// True when `Accept-Encoding` lists gzip without `q=0`.
-fn accepts_gzip(headers: &HeaderMap) -> bool {
-    let Some(v) = headers.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    v.split(',').any(|item| {
-        let mut parts = item.split(';').map(str::trim);
-        let name = parts.next().unwrap_or("");
-        let q_zero = parts.any(|p| p.replace(' ', "").trim_start_matches("q=").parse::<f32>() == Ok(0.0));
-        (name.eq_ignore_ascii_case("gzip") || name == "*") && !q_zero
-    })
 }
 
 #[derive(Deserialize)]
@@ -275,7 +208,7 @@ pub struct CreateTopic {
     url: Option<String>,
 }
 
-async fn create_topic<S: Store>(
+async fn api_create_topic<S: Store>(
     axum::extract::State(state): axum::extract::State<AppState<S>>,
     auth: AuthUser,
     ip: ClientIp,
@@ -283,21 +216,32 @@ async fn create_topic<S: Store>(
     Json(req): Json<CreateTopic>,
 ) -> AppResult<Response> {
     let community = CommunityName::parse(&name.to_ascii_lowercase()).map_err(|_| AppError::not_found("community"))?;
-    let new = NewTopic {
+    let new = new_topic(community, &req.title, req.body.as_deref(), req.url.as_deref())?;
+    let topic = create_topic(&state, auth.user, ip, new).await?;
+    Ok((StatusCode::CREATED, [(header::LOCATION, format!("/api/v1/topics/{}", topic.id))], axum::Json(topic))
+        .into_response())
+}
+
+/// A submitted topic's fields, checked; an empty body or link is none.
+pub fn new_topic(community: CommunityName, title: &str, body: Option<&str>, url: Option<&str>) -> AppResult<NewTopic> {
+    Ok(NewTopic {
         community,
-        title: Title::parse(&req.title)?,
-        body: req.body.as_deref().filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?,
-        url: req.url.as_deref().filter(|u| !u.is_empty()).map(Link::parse).transpose()?,
-    };
-    state.limits.check(Action::Post, ip, Who::User(auth.user.id))?;
-    let topic = commit(&state, move |st| async move {
-        let topic = st.store.create_topic(&auth.user, new).await?;
+        title: Title::parse(title)?,
+        body: body.filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?,
+        url: url.filter(|u| !u.is_empty()).map(Link::parse).transpose()?,
+    })
+}
+
+/// Submits a topic for the API and the forms alike: the rate limit, the
+/// write and the live event.
+pub async fn create_topic<S: Store>(state: &AppState<S>, user: User, ip: ClientIp, new: NewTopic) -> AppResult<Topic> {
+    state.limits.check(Action::Post, ip, Who::User(user.id))?;
+    commit(state, move |st| async move {
+        let topic = st.store.create_topic(&user, new).await?;
         st.live.topic_created(&topic);
         Ok(topic)
     })
-    .await?;
-    Ok((StatusCode::CREATED, [(header::LOCATION, format!("/api/v1/topics/{}", topic.id))], axum::Json(topic))
-        .into_response())
+    .await
 }
 
 #[derive(Deserialize)]
@@ -312,7 +256,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<Strin
     Option::<String>::deserialize(d).map(Some)
 }
 
-async fn edit_topic<S: Store>(
+async fn api_edit_topic<S: Store>(
     axum::extract::State(state): axum::extract::State<AppState<S>>,
     auth: AuthUser,
     Path(id): Path<i64>,
@@ -320,27 +264,36 @@ async fn edit_topic<S: Store>(
 ) -> AppResult<Response> {
     let body = req.body.ok_or_else(|| AppError::Validation("body is required (null or \"\" clears it)".into()))?;
     let body = body.as_deref().filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?;
-    let topic = commit(&state, move |st| async move {
-        let topic = st.store.edit_topic(&auth.user, id, body).await?;
+    Ok(axum::Json(edit_topic(&state, auth.user, id, body).await?).into_response())
+}
+
+/// Sets or clears (`None`) a topic's body, then evicts its renderings.
+pub async fn edit_topic<S: Store>(state: &AppState<S>, user: User, id: i64, body: Option<Body>) -> AppResult<Topic> {
+    commit(state, move |st| async move {
+        let topic = st.store.edit_topic(&user, id, body).await?;
         st.cache.invalidate(id);
         Ok(topic)
     })
-    .await?;
-    Ok(axum::Json(topic).into_response())
+    .await
 }
 
-async fn delete_topic<S: Store>(
+async fn api_delete_topic<S: Store>(
     axum::extract::State(state): axum::extract::State<AppState<S>>,
     auth: AuthUser,
     Path(id): Path<i64>,
 ) -> AppResult<StatusCode> {
-    commit(&state, move |st| async move {
-        st.store.delete_topic(&auth.user, id).await?;
+    delete_topic(&state, auth.user, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Deletes a topic (its author, or an admin), then evicts its renderings.
+pub async fn delete_topic<S: Store>(state: &AppState<S>, user: User, id: i64) -> AppResult<()> {
+    commit(state, move |st| async move {
+        st.store.delete_topic(&user, id).await?;
         st.cache.invalidate(id);
         Ok(())
     })
-    .await?;
-    Ok(StatusCode::NO_CONTENT)
+    .await
 }
 
 #[derive(Deserialize)]

@@ -12,7 +12,7 @@ use super::extract::{AuthUser, Json, Path};
 use super::limits::{Action, ClientIp, Who};
 use crate::auth::{dummy_hash, hash_password, new_token, token_digest, verify_password};
 use crate::error::{AppError, AppResult};
-use crate::model::{Password, User, Username};
+use crate::model::{Password, RegistrationMode, User, Username};
 use crate::store::Store;
 
 pub fn router<S: Store>() -> Router<AppState<S>> {
@@ -47,14 +47,16 @@ struct Session {
 }
 
 /// Argon2 takes tens of milliseconds: keep it off the async workers.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
     tokio::task::spawn_blocking(f).await.map_err(|e| AppError::Internal(e.to_string()))
 }
 
-async fn issue_token<S: Store>(state: &AppState<S>, user: User) -> AppResult<Session> {
+/// Stores a new bearer token for `user` and returns it; the API hands it
+/// out in JSON, the forms in a cookie.
+pub async fn issue_token<S: Store>(state: &AppState<S>, user: &User) -> AppResult<String> {
     let token = new_token();
     state.store.add_token(user.id, token_digest(&token)).await?;
-    Ok(Session { token, user })
+    Ok(token)
 }
 
 async fn register<S: Store>(
@@ -62,21 +64,35 @@ async fn register<S: Store>(
     ip: ClientIp,
     Json(req): Json<Registration>,
 ) -> AppResult<Response> {
-    let name = Username::parse(&req.username)?;
-    let password = Password::parse(&req.password)?;
-    let invite = req.invite.filter(|code| !code.is_empty());
+    let mode = state.store.site_settings().await?.registration;
+    let user = create_account(&state, ip, mode, &req.username, &req.password, req.invite).await?;
+    let token = issue_token(&state, &user).await?;
+    Ok((StatusCode::CREATED, axum::Json(Session { token, user })).into_response())
+}
+
+/// Public registration for the API and the form: the name and password
+/// rules, the site's registration `mode`, the per-address limit, then the
+/// hash (argon2id, off the async workers).
+pub async fn create_account<S: Store>(
+    state: &AppState<S>,
+    ip: ClientIp,
+    mode: RegistrationMode,
+    username: &str,
+    password: &str,
+    invite: Option<String>,
+) -> AppResult<User> {
+    let name = Username::parse(username)?;
+    let password = Password::parse(password)?;
+    let invite = invite.filter(|code| !code.is_empty());
     // Refused before the costly hash; the store checks again, in the
     // transaction that creates the account.
-    let mode = state.store.site_settings().await?.registration;
     if let Some((code, message)) = mode.refusal(invite.is_some()) {
         return Err(AppError::Rejected(StatusCode::FORBIDDEN, code, message.into()));
     }
     state.limits.check(Action::Register, ip, Who::Nobody)?;
     let hash = blocking(move || hash_password(password.as_str())).await?.map_err(AppError::Internal)?;
     let invite_hash = invite.map(|code| token_digest(&code));
-    let user = state.store.register_user(name, hash, invite_hash).await?;
-    let session = issue_token(&state, user).await?;
-    Ok((StatusCode::CREATED, axum::Json(session)).into_response())
+    Ok(state.store.register_user(name, hash, invite_hash).await?)
 }
 
 async fn login<S: Store>(
@@ -84,33 +100,44 @@ async fn login<S: Store>(
     ip: ClientIp,
     Json(req): Json<Credentials>,
 ) -> AppResult<Response> {
-    if req.username.len() > 64 || req.password.len() > 256 {
+    let user = check_login(&state, ip, &req.username, req.password).await?;
+    let token = issue_token(&state, &user).await?;
+    Ok(axum::Json(Session { token, user }).into_response())
+}
+
+/// The user `name` when `password` is theirs, for the API and the form.
+pub async fn check_login<S: Store>(state: &AppState<S>, ip: ClientIp, name: &str, password: String) -> AppResult<User> {
+    if name.len() > 64 || password.len() > 256 {
         return Err(AppError::BadCredentials);
     }
     // Every attempt counts, before the password is even hashed: brute force
     // stalls at the limit, and a stalled guesser learns nothing.
-    state.limits.check(Action::Login, ip, Who::Name(&req.username))?;
-    let found = state.store.user_credentials(req.username).await?;
-    let (user, hash) = match found {
+    state.limits.check(Action::Login, ip, Who::Name(name))?;
+    let (user, hash) = match state.store.user_credentials(name.to_owned()).await? {
         Some((user, Some(hash))) => (Some(user), hash),
         // Verify anyway so unknown names take as long as wrong passwords.
         _ => (None, dummy_hash().to_owned()),
     };
-    let password = req.password;
     let ok = blocking(move || verify_password(&password, &hash)).await?;
     match (user, ok) {
-        (Some(user), true) => Ok(axum::Json(issue_token(&state, user).await?).into_response()),
+        (Some(user), true) => Ok(user),
         _ => Err(AppError::BadCredentials),
     }
 }
 
 async fn logout<S: Store>(State(state): State<AppState<S>>, auth: AuthUser) -> AppResult<StatusCode> {
+    revoke_token(&state, auth.digest).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Ends a session, for the API's logout and the form's.
+pub async fn revoke_token<S: Store>(state: &AppState<S>, digest: [u8; 32]) -> AppResult<()> {
     // Forget the cached token before and after revoking, so no request can
     // re-cache it in between and no cancelled request can leave it cached.
-    state.tokens.remove(&auth.digest);
-    state.store.revoke_token(auth.digest).await?;
-    state.tokens.remove(&auth.digest);
-    Ok(StatusCode::NO_CONTENT)
+    state.tokens.remove(&digest);
+    state.store.revoke_token(digest).await?;
+    state.tokens.remove(&digest);
+    Ok(())
 }
 
 async fn me(auth: AuthUser) -> axum::Json<User> {

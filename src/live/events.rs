@@ -13,7 +13,8 @@ use crate::model::{Post, Topic};
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Out<'a> {
-    /// A new post in a subscribed topic.
+    /// A new post in a subscribed topic. Posts go out whole, `body_html`
+    /// (stored when written) included, so a page shows one without asking.
     Post {
         post: &'a Post,
     },
@@ -121,6 +122,33 @@ mod tests {
             let json: serde_json::Value = serde_json::from_slice(&payload(&f)).expect("json");
             assert_eq!(json["type"], "error");
             assert_eq!(json["error"]["message"].as_str().map(str::len), Some(n));
+        }
+    }
+
+    #[test]
+    fn a_post_event_carries_the_source_and_its_stored_html() {
+        let post = Post {
+            id: 9,
+            topic_id: 3,
+            parent_id: None,
+            author: Some("ann".into()),
+            body: "*hi*".into(),
+            body_html: "<p><em>hi</em></p>\n".into(),
+            created_at: crate::model::Timestamp(0),
+            edited_at: None,
+            deleted: false,
+            removed: false,
+            score: 0,
+            author_id: 1,
+            notify: None,
+        };
+        for out in [Out::Post { post: &post }, Out::PostEdited { post: &post }] {
+            let f = text_frame(&out).expect("frame");
+            let json: serde_json::Value = serde_json::from_slice(&payload(&f)).expect("json");
+            assert_eq!(
+                (json["post"]["body"].as_str(), json["post"]["body_html"].as_str()),
+                (Some("*hi*"), Some("<p><em>hi</em></p>\n"))
+            );
         }
     }
 }

@@ -37,6 +37,7 @@ pub fn redact(topic: &mut Topic, posts: &mut [Post], viewer: Viewer) -> bool {
     }
     for p in posts.iter_mut().filter(|p| p.removed && !viewer.sees_removed(p.author_id)) {
         p.body.clear();
+        p.body_html.clear();
     }
     true
 }
@@ -278,6 +279,7 @@ mod tests {
             author: Some("t".into()),
             title: "T".into(),
             body: Some("topic body".into()),
+            body_html: Some("<p>topic body</p>\n".into()),
             url: None,
             created_at: Timestamp(0),
             edited_at: None,
@@ -298,6 +300,7 @@ mod tests {
             parent_id: None,
             author: Some("p".into()),
             body: format!("body {id}"),
+            body_html: format!("<p>body {id}</p>\n"),
             created_at: Timestamp(0),
             edited_at: None,
             deleted: false,
@@ -320,6 +323,8 @@ mod tests {
             assert!(redact(&mut t, &mut posts, viewer));
             let bodies: Vec<&str> = posts.iter().map(|p| p.body.as_str()).collect();
             assert_eq!(bodies, want, "{viewer:?}");
+            let hidden = posts.iter().filter(|p| p.body.is_empty()).all(|p| p.body_html.is_empty());
+            assert!(hidden, "{viewer:?}: a hidden body's HTML is hidden too");
         }
     }
 

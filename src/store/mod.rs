@@ -3,6 +3,8 @@
 //! and its durability story.
 
 pub mod cursor;
+pub mod html;
+pub mod search;
 pub mod sqlite;
 
 use std::future::Future;
@@ -13,6 +15,7 @@ use crate::model::{
 };
 
 pub use cursor::Cursor;
+pub use search::{Search, SearchKind, SearchPage};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
@@ -211,6 +214,9 @@ pub trait Store: Send + Sync + 'static {
     fn edit_post(&self, actor: &User, id: i64, body: Body) -> impl Future<Output = StoreResult<Post>> + Send;
     /// Deletes a post; returns its topic id.
     fn delete_post(&self, actor: &User, id: i64) -> impl Future<Output = StoreResult<i64>> + Send;
+    /// Full-text search over what the public may read, best match first.
+    /// Any text is a valid query; one without words finds nothing.
+    fn search(&self, q: Search) -> impl Future<Output = StoreResult<SearchPage>> + Send;
     /// `value` is -1, 0 (withdraw) or 1.
     fn vote(
         &self,

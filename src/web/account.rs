@@ -9,13 +9,13 @@ use axum::http::{StatusCode, Uri, header};
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::topic::csrf_refused;
+use super::forms::csrf_refused;
 use super::{Ctx, Session, capitalise, error_page, local_path, see_other};
-use crate::auth::{dummy_hash, hash_password, new_token, token_digest, verify_password};
 use crate::error::{AppError, AppResult};
 use crate::http::AppState;
-use crate::http::limits::{Action, ClientIp, Who};
-use crate::model::{Password, RegistrationMode, User, Username};
+use crate::http::limits::ClientIp;
+use crate::http::users::{self, check_login, issue_token};
+use crate::model::{RegistrationMode, User};
 use crate::store::Store;
 
 #[derive(Template)]
@@ -101,33 +101,9 @@ pub async fn login<S: Store>(
     }
 }
 
-/// The API's login checks: the limit counts every attempt before any
-/// hashing, and an unknown name costs as long as a wrong password.
-async fn check_login<S: Store>(state: &AppState<S>, ip: ClientIp, name: &str, password: String) -> AppResult<User> {
-    if name.len() > 64 || password.len() > 256 {
-        return Err(AppError::BadCredentials);
-    }
-    state.limits.check(Action::Login, ip, Who::Name(name))?;
-    let (user, hash) = match state.store.user_credentials(name.to_owned()).await? {
-        Some((user, Some(hash))) => (Some(user), hash),
-        _ => (None, dummy_hash().to_owned()),
-    };
-    let ok = blocking(move || verify_password(&password, &hash)).await?;
-    match (user, ok) {
-        (Some(user), true) => Ok(user),
-        _ => Err(AppError::BadCredentials),
-    }
-}
-
-/// Argon2 takes tens of milliseconds: keep it off the async workers.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| AppError::Internal(e.to_string()))
-}
-
 /// Stores a new token for `user` and sets it as the session cookie.
 async fn start_session<S: Store>(state: &AppState<S>, session: &Session, user: &User, to: &str) -> AppResult<Response> {
-    let token = new_token();
-    state.store.add_token(user.id, token_digest(&token)).await?;
+    let token = issue_token(state, user).await?;
     let mut res = see_other(to);
     res.headers_mut().append(header::SET_COOKIE, session.login_cookie(&token));
     Ok(res)
@@ -174,24 +150,20 @@ pub async fn register<S: Store>(
     }
 }
 
-/// The API's registration: the same name and password rules, the site's
-/// registration mode, the per-address limit, then the hash.
+/// The API's registration; the form has no `invite` field to name.
 async fn create_account<S: Store>(
     state: &AppState<S>,
     ip: ClientIp,
     mode: RegistrationMode,
     form: &RegisterForm,
 ) -> AppResult<User> {
-    let name = Username::parse(form.username.trim())?;
-    let password = Password::parse(&form.password)?;
-    let invite = Some(form.invite.trim()).filter(|c| !c.is_empty()).map(str::to_owned);
-    if let Some((code, message)) = mode.refusal(invite.is_some()) {
-        return Err(AppError::Rejected(StatusCode::FORBIDDEN, code, message.replace(" (`invite`)", "")));
-    }
-    state.limits.check(Action::Register, ip, Who::Nobody)?;
-    let hash = blocking(move || hash_password(password.as_str())).await?.map_err(AppError::Internal)?;
-    let invite_hash = invite.map(|code| token_digest(&code));
-    Ok(state.store.register_user(name, hash, invite_hash).await?)
+    let invite = Some(form.invite.trim().to_owned());
+    users::create_account(state, ip, mode, form.username.trim(), &form.password, invite).await.map_err(|e| match e {
+        AppError::Rejected(status, code, message) => {
+            AppError::Rejected(status, code, message.replace(" (`invite`)", ""))
+        }
+        other => other,
+    })
 }
 
 #[derive(Deserialize)]
@@ -216,11 +188,9 @@ pub async fn logout<S: Store>(
     if !session.csrf_ok(&csrf) {
         return csrf_refused(&ctx);
     }
-    state.tokens.remove(&digest);
-    if let Err(e) = state.store.revoke_token(digest).await {
-        return error_page(&ctx, e.into());
+    if let Err(e) = users::revoke_token(&state, digest).await {
+        return error_page(&ctx, e);
     }
-    state.tokens.remove(&digest);
     let mut res = see_other("/");
     res.headers_mut().append(header::SET_COOKIE, session.logout_cookie());
     res

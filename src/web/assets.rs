@@ -59,7 +59,7 @@ pub async fn serve(Path(file): Path<String>, headers: HeaderMap) -> Response {
     let Some(asset) = all().into_iter().find(|a| a.url.strip_prefix("/static/") == Some(file.as_str())) else {
         return (StatusCode::NOT_FOUND, [(header::CONTENT_TYPE, "text/plain")], "no such asset\n").into_response();
     };
-    let mut res = match (&asset.gzip, super::accepts_gzip(&headers)) {
+    let mut res = match (&asset.gzip, crate::cache::accepts_gzip(&headers)) {
         (Some(gz), true) => {
             let mut res = gz.clone().into_response();
             res.headers_mut().insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));

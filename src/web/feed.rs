@@ -7,7 +7,6 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::view::post_html;
 use crate::error::{AppError, AppResult};
 use crate::http::AppState;
 use crate::model::Timestamp;
@@ -93,7 +92,8 @@ async fn feed<S: Store>(state: &AppState<S>, headers: &HeaderMap, name: Option<S
             community: t.community.clone(),
             published: t.created_at.rfc3339(),
             updated: t.edited_at.unwrap_or(t.created_at).rfc3339(),
-            html: t.body.as_deref().map(post_html).unwrap_or_default(),
+            // Rendered and sanitized once, when the topic was written.
+            html: t.body_html.clone().unwrap_or_default(),
             url: t.url.clone(),
         })
         .collect();

@@ -7,16 +7,28 @@
 //! - `session`: cookie sessions and CSRF tokens.
 //! - `assets`: the embedded, fingerprinted, pre-gzipped CSS, JS and icon.
 //! - `view`: what templates show (times, topic rows, the post tree).
+//! - `forms`: what every form handler shares (CSRF check, login redirect).
 //! - `pages`: listings, communities, profiles, search.
-//! - `topic`: the topic page, replying and voting.
+//! - `topic`: the topic page (cached for signed-out readers) and the
+//!   single-post fragment.
+//! - `reply`: replying and voting.
 //! - `write`: submitting, editing and deleting topics and posts.
+//! - `moderate`: removing, restoring, locking; reports and the queue; the
+//!   moderation log.
+//! - `bans`: community and site bans.
+//! - `admin`: the site settings page (registration, invites).
 //! - `account`: log in, register, log out.
 //! - `feed`: Atom feeds.
 
 mod account;
+mod admin;
 pub mod assets;
+mod bans;
 mod feed;
+mod forms;
+mod moderate;
 mod pages;
+mod reply;
 pub mod session;
 mod topic;
 mod view;
@@ -36,6 +48,7 @@ use axum::routing::{get, post};
 pub use session::{Session, Settings};
 pub use topic::render_topic_page;
 
+use crate::cache::accepts_gzip;
 use crate::error::AppError;
 use crate::http::AppState;
 use crate::model::User;
@@ -55,17 +68,31 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/c/{name}/feed.atom", get(feed::community::<S>))
         .route("/u/{name}", get(pages::profile::<S>))
         .route("/search", get(pages::search::<S>))
-        .route("/submit", get(topic::submit_form::<S>).post(topic::submit::<S>))
+        .route("/submit", get(write::submit_form::<S>).post(write::submit::<S>))
         .route("/t/{id}", get(topic::show::<S>))
         .route("/t/{id}/{slug}", get(topic::slug_redirect))
-        .route("/t/{id}/reply", get(topic::reply_form::<S>).post(topic::reply::<S>))
-        .route("/t/{id}/vote", post(topic::vote_topic::<S>))
-        .route("/t/{id}/edit", get(topic::edit_topic_form::<S>).post(topic::edit_topic::<S>))
-        .route("/t/{id}/delete", post(topic::delete_topic::<S>))
+        .route("/t/{id}/reply", get(reply::reply_form::<S>).post(reply::reply::<S>))
+        .route("/t/{id}/vote", post(reply::vote::<S>))
+        .route("/t/{id}/edit", get(write::edit_topic_form::<S>).post(write::edit_topic::<S>))
+        .route("/t/{id}/delete", post(write::delete_topic::<S>))
+        .route("/t/{id}/moderate", post(moderate::topic::<S>))
+        .route("/t/{id}/report", get(moderate::report_form::<S>).post(moderate::report::<S>))
         .route("/t/{id}/p/{post}", get(topic::post_fragment::<S>))
-        .route("/t/{id}/p/{post}/edit", get(topic::edit_post_form::<S>).post(topic::edit_post::<S>))
-        .route("/t/{id}/p/{post}/delete", post(topic::delete_post::<S>))
-        .route("/p/{post}/vote", post(topic::vote_post::<S>))
+        .route("/t/{id}/p/{post}/edit", get(write::edit_post_form::<S>).post(write::edit_post::<S>))
+        .route("/t/{id}/p/{post}/delete", post(write::delete_post::<S>))
+        .route("/t/{id}/p/{post}/moderate", post(moderate::post::<S>))
+        .route("/p/{post}/vote", post(reply::vote::<S>))
+        .route("/c/{name}/reports", get(moderate::reports::<S>))
+        .route("/c/{name}/reports/{id}", post(moderate::resolve::<S>))
+        .route("/c/{name}/modlog", get(moderate::community_log::<S>))
+        .route("/modlog", get(moderate::site_log::<S>))
+        .route("/c/{name}/bans", get(bans::community::<S>).post(bans::ban_in_community::<S>))
+        .route("/c/{name}/unban", post(bans::unban_in_community::<S>))
+        .route("/admin", get(admin::show::<S>))
+        .route("/admin/settings", post(admin::settings::<S>))
+        .route("/admin/invites", post(admin::invite::<S>))
+        .route("/admin/bans", post(bans::ban_site::<S>))
+        .route("/admin/unban", post(bans::unban_site::<S>))
         .route("/login", get(account::login_form).post(account::login::<S>))
         .route("/register", get(account::register_form::<S>).post(account::register::<S>))
         .route("/logout", post(account::logout::<S>))
@@ -116,10 +143,16 @@ impl Ctx {
 
     /// For pages rendered without a session (errors).
     fn bare() -> Ctx {
+        Ctx::public("/".into())
+    }
+
+    /// A signed-out visitor's context at `here`, for pages rendered once
+    /// for everyone (the cached topic page).
+    pub fn public(here: String) -> Ctx {
         Ctx {
             user: None,
             csrf: String::new(),
-            here: "/".into(),
+            here,
             q: String::new(),
             css: &assets::CSS.url,
             js: &assets::JS.url,
@@ -136,19 +169,24 @@ impl Ctx {
     /// bug, answered 500.
     pub fn page(&self, status: StatusCode, t: &impl Template) -> Response {
         match t.render() {
-            Ok(html) => {
-                let mut res = (status, html_type(), html).into_response();
-                res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-cache"));
-                if let Some(c) = &self.set_cookie {
-                    res.headers_mut().append(header::SET_COOKIE, c.clone());
-                }
-                res
-            }
+            Ok(html) => self.html(status, html),
             Err(e) => {
                 tracing::error!(error = %e, "template failed");
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal error\n").into_response()
             }
         }
+    }
+}
+
+impl Ctx {
+    /// A page rendered for this request alone.
+    pub fn html(&self, status: StatusCode, html: String) -> Response {
+        let mut res = (status, html_type(), html).into_response();
+        res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-cache"));
+        if let Some(c) = &self.set_cookie {
+            res.headers_mut().append(header::SET_COOKIE, c.clone());
+        }
+        res
     }
 }
 
@@ -165,15 +203,23 @@ struct ErrorPage<'a> {
     message: String,
 }
 
-/// An HTML error page for `err`, with its status.
-pub fn error_page(ctx: &Ctx, err: AppError) -> Response {
-    let status = err.status();
-    let heading = match status {
+fn heading_of(status: StatusCode) -> &'static str {
+    match status {
         StatusCode::NOT_FOUND => "Not found",
         StatusCode::FORBIDDEN => "Not allowed",
         StatusCode::TOO_MANY_REQUESTS => "Slow down",
         s if s.is_server_error() => "Something went wrong",
         _ => "That did not work",
+    }
+}
+
+/// An HTML error page for `err`, with its status.
+pub fn error_page(ctx: &Ctx, err: AppError) -> Response {
+    let status = err.status();
+    let heading = match err.code() {
+        "banned" => "You are banned",
+        "topic_locked" => "This topic is locked",
+        _ => heading_of(status),
     };
     let message = match &err {
         AppError::Internal(cause) => {
@@ -217,19 +263,6 @@ pub fn see_other(to: &str) -> Response {
 pub fn local_path(to: &str) -> &str {
     let ok = to.starts_with('/') && !to.starts_with("//") && !to.contains('\\') && !to.contains(['\r', '\n']);
     if ok { to } else { "/" }
-}
-
-/// True when `Accept-Encoding` lists gzip without `q=0`.
-pub fn accepts_gzip(headers: &HeaderMap) -> bool {
-    let Some(v) = headers.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    v.split(',').any(|item| {
-        let mut parts = item.split(';').map(str::trim);
-        let name = parts.next().unwrap_or("");
-        let q_zero = parts.any(|p| p.replace(' ', "").trim_start_matches("q=").parse::<f32>() == Ok(0.0));
-        (name.eq_ignore_ascii_case("gzip") || name == "*") && !q_zero
-    })
 }
 
 /// Security headers on every response, and gzip for pages and feeds.

@@ -11,8 +11,9 @@ use super::view::{PostView, Time, TopicRow};
 use super::{Ctx, Session, error_page};
 use crate::error::{AppError, AppResult};
 use crate::http::AppState;
-use crate::model::{Community, Post, Topic};
-use crate::store::{Cursor, ListTopics, Store, TimeWindow, TopicSort};
+use crate::model::{Community, Post, SearchHit, Topic};
+use crate::store::search::MAX_QUERY_CHARS;
+use crate::store::{Cursor, ListTopics, Search, SearchKind, Store, TimeWindow, TopicSort};
 
 /// Topics per listing page.
 const PAGE: usize = 25;
@@ -83,6 +84,11 @@ struct ListingPage {
     rows: Vec<TopicRow>,
     next: Option<String>,
     feed: String,
+    /// The community's moderators, by name.
+    moderators: Vec<String>,
+    /// The viewer moderates this community (or is an admin): links to its
+    /// reports and bans.
+    moderator: bool,
 }
 
 pub async fn front<S: Store>(
@@ -124,6 +130,12 @@ async fn listing<S: Store>(
         None => None,
     };
     let l = Listing::parse(community.as_ref().map(|c| c.name.clone()), p)?;
+    let moderators = match &community {
+        Some(c) => state.store.moderators(c.name.clone()).await?,
+        None => Vec::new(),
+    };
+    let moderator =
+        community.is_some() && ctx.user.as_ref().is_some_and(|u| u.is_admin || moderators.iter().any(|m| m.id == u.id));
     let page = state.store.list_topics(l.query.clone()).await?;
     let base = community.as_ref().map_or("/".to_owned(), |c| format!("/c/{}", c.name));
     let tab = |key: &'static str, label| Tab { href: format!("{base}?sort={key}"), label, current: l.sort == key };
@@ -151,6 +163,8 @@ async fn listing<S: Store>(
         rows: page.topics.iter().map(TopicRow::of).collect(),
         next,
         feed,
+        moderators: moderators.into_iter().map(|m| m.name).collect(),
+        moderator,
     })
 }
 
@@ -224,11 +238,26 @@ pub struct SearchParams {
     q: String,
 }
 
-/// What a search found.
+/// A topic that matched, and the passage of its body that did.
+pub struct TopicHit {
+    pub row: TopicRow,
+    /// HTML from the store: the text escaped, the matches in `<mark>`.
+    pub snippet: String,
+}
+
+/// A reply that matched, with where it was written.
+pub struct PostHit {
+    pub post: PostView,
+    pub topic_title: String,
+    pub community: String,
+    /// HTML from the store: the text escaped, the matches in `<mark>`.
+    pub snippet: String,
+}
+
+/// What a search found, best first.
 pub struct SearchHits {
-    pub topics: Vec<TopicRow>,
-    /// Matching posts, each with its topic id.
-    pub posts: Vec<(PostView, i64)>,
+    pub topics: Vec<TopicHit>,
+    pub posts: Vec<PostHit>,
 }
 
 #[derive(Template)]
@@ -236,14 +265,8 @@ pub struct SearchHits {
 struct SearchPage {
     ctx: Ctx,
     query: String,
-    /// `None`: searching is not available on this server yet.
-    hits: Option<SearchHits>,
-    /// Topic rows for `_rows.html`.
-    rows: Vec<TopicRow>,
+    hits: SearchHits,
 }
-
-/// Longest search query, in characters.
-const MAX_QUERY: usize = 200;
 
 pub async fn search<S: Store>(
     State(state): State<AppState<S>>,
@@ -252,9 +275,9 @@ pub async fn search<S: Store>(
     Query(p): Query<SearchParams>,
 ) -> Response {
     let mut ctx = Ctx::new(&session, &uri);
-    let query: String = p.q.trim().chars().take(MAX_QUERY).collect();
+    let query: String = p.q.trim().chars().take(MAX_QUERY_CHARS).collect();
     let hits = if query.is_empty() {
-        Some(SearchHits { topics: Vec::new(), posts: Vec::new() })
+        SearchHits { topics: Vec::new(), posts: Vec::new() }
     } else {
         match find(&state, &query).await {
             Ok(h) => h,
@@ -262,17 +285,24 @@ pub async fn search<S: Store>(
         }
     };
     ctx.q = query.clone();
-    let mut hits = hits;
-    let rows = hits.as_mut().map(|h| std::mem::take(&mut h.topics)).unwrap_or_default();
-    let page = SearchPage { ctx: ctx.clone(), query, hits, rows };
+    let page = SearchPage { ctx: ctx.clone(), query, hits };
     ctx.page(StatusCode::OK, &page)
 }
 
-/// Full-text search over topics and posts.
-///
-/// The store has no search yet (FTS5 is another change): this is the one
-/// place to call it, e.g. `state.store.search(query, 25)`, mapping topics
-/// with `TopicRow::of` and posts with `PostView::of(p, None, 0)`.
-async fn find<S: Store>(_state: &AppState<S>, _query: &str) -> AppResult<Option<SearchHits>> {
-    Ok(None)
+/// The first page of matching topics and of matching replies, searched
+/// side by side.
+async fn find<S: Store>(state: &AppState<S>, query: &str) -> AppResult<SearchHits> {
+    let ask = |kind| Search { text: query.to_owned(), kind, community: None, offset: 0, limit: PAGE };
+    let (topics, posts) =
+        tokio::try_join!(state.store.search(ask(SearchKind::Topics)), state.store.search(ask(SearchKind::Posts)))?;
+    let mut hits = SearchHits { topics: Vec::new(), posts: Vec::new() };
+    for hit in topics.hits.into_iter().chain(posts.hits) {
+        match hit {
+            SearchHit::Topic { topic, snippet } => hits.topics.push(TopicHit { row: TopicRow::of(&topic), snippet }),
+            SearchHit::Post { post, topic_title, community, snippet } => {
+                hits.posts.push(PostHit { post: PostView::of(&post, None, 0), topic_title, community, snippet })
+            }
+        }
+    }
+    Ok(hits)
 }

@@ -27,6 +27,11 @@ use crate::store::Store;
 
 pub const SESSION_COOKIE: &str = "pith_session";
 pub const CSRF_COOKIE: &str = "pith_csrf";
+/// A new invite code, from the form that made it to the page that shows
+/// it once (`/admin`).
+pub const INVITE_COOKIE: &str = "pith_invite";
+/// How long a value handed to the next page lives.
+const FLASH_MAX_AGE: u64 = 300;
 /// How long a browser keeps the session cookie (30 days); logging out
 /// revokes the token at once.
 const SESSION_MAX_AGE: u64 = 30 * 24 * 3600;
@@ -135,6 +140,13 @@ impl Session {
     pub fn logout_cookie(&self) -> HeaderValue {
         cookie_header(SESSION_COOKIE, "", Some(0), self.secure)
     }
+
+    /// `Set-Cookie` for a value the next page under `path` shows once;
+    /// an empty `value` clears it.
+    pub fn flash_cookie(&self, name: &str, value: &str, path: &str) -> HeaderValue {
+        let age = if value.is_empty() { 0 } else { FLASH_MAX_AGE };
+        cookie_at(name, value, path, Some(age), self.secure)
+    }
 }
 
 /// HMAC-SHA256(key = session token, "pith-csrf"), base64url.
@@ -157,19 +169,23 @@ fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
 }
 
 fn cookie_header(name: &str, value: &str, max_age: Option<u64>, secure: bool) -> HeaderValue {
-    let mut s = format!("{name}={value}; Path=/; HttpOnly; SameSite=Lax");
+    cookie_at(name, value, "/", max_age, secure)
+}
+
+fn cookie_at(name: &str, value: &str, path: &str, max_age: Option<u64>, secure: bool) -> HeaderValue {
+    let mut s = format!("{name}={value}; Path={path}; HttpOnly; SameSite=Lax");
     if let Some(age) = max_age {
         s.push_str(&format!("; Max-Age={age}"));
     }
     if secure {
         s.push_str("; Secure");
     }
-    // Names and values are base64url or empty: always a valid header.
+    // Names, paths and values are ours, base64url or empty: always valid.
     HeaderValue::from_str(&s).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
 /// The value of cookie `name`, from any `Cookie` header.
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()

@@ -22,14 +22,6 @@ impl Time {
     }
 }
 
-/// Sanitized HTML for a post or topic body.
-///
-/// Renders per request for now; once the store keeps the rendered HTML
-/// next to the source (written once, when the post is), this returns it.
-pub fn post_html(source: &str) -> String {
-    crate::markdown::render(source)
-}
-
 /// One line of a listing.
 pub struct TopicRow {
     pub id: i64,
@@ -92,6 +84,11 @@ pub struct PostView {
     pub score: i64,
     /// The viewer may edit and delete it.
     pub mine: bool,
+    /// The viewer may report it (signed in, someone else's, visible).
+    pub report: bool,
+    /// The viewer moderates its community: remove and restore buttons,
+    /// and where to ban its author (`/c/{name}/bans?user=`).
+    pub moderate: Option<String>,
     /// Nesting depth, 0 at the top.
     pub depth: usize,
 }
@@ -103,15 +100,26 @@ impl PostView {
             id: p.id,
             topic_id: p.topic_id,
             author: p.author.clone(),
-            body_html: if gone { String::new() } else { post_html(&p.body) },
+            body_html: if gone { String::new() } else { p.body_html.clone() },
             created: Time::of(p.created_at),
             edited: p.edited_at.is_some(),
             deleted: p.deleted,
             removed: p.removed,
             score: p.score,
             mine: !p.deleted && viewer.is_some_and(|u| u.is_admin || u.id == p.author_id),
+            report: !p.deleted && !p.removed && viewer.is_some_and(|u| u.id != p.author_id),
+            moderate: None,
             depth,
         }
+    }
+
+    /// Shows a moderator's controls, for a moderator of `community`.
+    pub fn moderated(mut self, community: Option<&str>) -> PostView {
+        self.moderate = community.map(|c| match &self.author {
+            Some(a) => format!("/c/{c}/bans?user={a}"),
+            None => format!("/c/{c}/bans"),
+        });
+        self
     }
 
     /// Past `MAX_INDENT`: its replies line up with it.
@@ -136,8 +144,9 @@ pub const MAX_INDENT: usize = 6;
 
 /// Flattens the posts (in the order the store sorted them) into a
 /// depth-first walk of open and close steps. A post whose parent is
-/// missing is shown at the top level.
-pub fn thread(posts: &[Post], viewer: Option<&User>) -> Vec<Item> {
+/// missing is shown at the top level. `moderating`: the community, when
+/// the viewer moderates it.
+pub fn thread(posts: &[Post], viewer: Option<&User>, moderating: Option<&str>) -> Vec<Item> {
     let ids: std::collections::HashSet<i64> = posts.iter().map(|p| p.id).collect();
     let mut children: HashMap<Option<i64>, Vec<&Post>> = HashMap::new();
     for p in posts {
@@ -154,7 +163,7 @@ pub fn thread(posts: &[Post], viewer: Option<&User>) -> Vec<Item> {
         let depth = *depth;
         match iter.next() {
             Some(p) => {
-                out.push(Item { open: Some(PostView::of(p, viewer, depth)) });
+                out.push(Item { open: Some(PostView::of(p, viewer, depth).moderated(moderating)) });
                 match children.get(&Some(p.id)) {
                     Some(kids) => stack.push((kids.iter(), depth + 1)),
                     None => out.push(Item { open: None }),
@@ -182,6 +191,7 @@ mod tests {
             parent_id: parent,
             author: Some("a".into()),
             body: format!("b{id}"),
+            body_html: format!("<p>b{id}</p>\n"),
             created_at: Timestamp(0),
             edited_at: None,
             deleted: false,
@@ -199,18 +209,18 @@ mod tests {
     #[test]
     fn replies_nest_under_their_parents_in_store_order() {
         let posts = [post(1, None), post(2, Some(1)), post(3, None), post(4, Some(2)), post(5, Some(1))];
-        assert_eq!(shape(&thread(&posts, None)), "(1(2(4))(5))(3)");
+        assert_eq!(shape(&thread(&posts, None, None)), "(1(2(4))(5))(3)");
     }
 
     #[test]
     fn an_orphan_reply_is_shown_at_the_top_level() {
-        assert_eq!(shape(&thread(&[post(7, Some(99))], None)), "(7)");
+        assert_eq!(shape(&thread(&[post(7, Some(99))], None, None)), "(7)");
     }
 
     #[test]
     fn a_chain_of_100000_replies_does_not_overflow_the_stack() {
         let posts: Vec<Post> = (1..=100_000).map(|i| post(i, (i > 1).then_some(i - 1))).collect();
-        assert_eq!(thread(&posts, None).len(), 200_000);
+        assert_eq!(thread(&posts, None, None).len(), 200_000);
     }
 
     #[test]

@@ -9,29 +9,13 @@ use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::topic::{authorise, login_first};
+use super::forms::{CsrfForm, authorise, bad_form, id_of, login_first, shown_on_form};
 use super::{Ctx, Session, capitalise, error_page, see_other};
 use crate::error::{AppError, AppResult};
-use crate::http::limits::{Action, ClientIp, Who};
-use crate::http::{AppState, commit};
-use crate::model::{Body, Community, CommunityName, Link, Title, User};
-use crate::store::{NewTopic, PostSort, Store};
-
-/// Errors a form shows next to itself; anything else gets the error page.
-fn shown_on_form(e: &AppError) -> bool {
-    matches!(
-        e,
-        AppError::Validation(_) | AppError::TooManyRequests(..) | AppError::Rejected(..) | AppError::Forbidden(_)
-    )
-}
-
-fn bad_form() -> AppError {
-    AppError::BadRequest("invalid_form", "the form could not be read".into())
-}
-
-fn id_of(s: &str, what: &'static str) -> AppResult<i64> {
-    s.parse::<i64>().ok().filter(|id| *id > 0).ok_or(AppError::NotFound(what.into()))
-}
+use crate::http::limits::ClientIp;
+use crate::http::{AppState, posts, topics};
+use crate::model::{Body, Community, CommunityName, User};
+use crate::store::{PostSort, Store};
 
 #[derive(Template)]
 #[template(path = "submit.html")]
@@ -119,24 +103,13 @@ pub async fn submit<S: Store>(
     }
 }
 
-/// What `POST /api/v1/communities/{name}/topics` does: the same checks,
-/// limit and live event.
+/// What `POST /api/v1/communities/{name}/topics` does, through the same
+/// function.
 async fn create_topic<S: Store>(state: &AppState<S>, user: User, ip: ClientIp, f: &SubmitForm) -> AppResult<i64> {
     let community = CommunityName::parse(&f.community.to_ascii_lowercase())
         .map_err(|_| AppError::Validation("choose a community".into()))?;
-    let new = NewTopic {
-        community,
-        title: Title::parse(&f.title)?,
-        body: Some(f.body.as_str()).filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?,
-        url: Some(f.url.trim()).filter(|u| !u.is_empty()).map(Link::parse).transpose()?,
-    };
-    state.limits.check(Action::Post, ip, Who::User(user.id))?;
-    commit(state, move |st| async move {
-        let topic = st.store.create_topic(&user, new).await?;
-        st.live.topic_created(&topic);
-        Ok(topic.id)
-    })
-    .await
+    let new = topics::new_topic(community, &f.title, Some(&f.body), Some(f.url.trim()))?;
+    Ok(topics::create_topic(state, user, ip, new).await?.id)
 }
 
 #[derive(Template)]
@@ -158,12 +131,6 @@ pub struct EditForm {
     csrf: String,
     #[serde(default)]
     body: String,
-}
-
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
 }
 
 pub async fn edit_topic_form<S: Store>(
@@ -212,18 +179,12 @@ pub async fn edit_topic<S: Store>(
         Ok(u) => u,
         Err(res) => return *res,
     };
-    let body = form.body.clone();
-    let done = async move {
-        let body = Some(body.as_str()).filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?;
-        commit(&state, move |st| async move {
-            st.store.edit_topic(&user, id, body).await?;
-            st.cache.invalidate(id);
-            Ok(())
-        })
-        .await
+    let done = async {
+        let body = Some(form.body.as_str()).filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?;
+        topics::edit_topic(&state, user, id, body).await
     };
     match done.await {
-        Ok(()) => see_other(&format!("/t/{id}")),
+        Ok(_) => see_other(&format!("/t/{id}")),
         Err(e) if shown_on_form(&e) => {
             let page = edit_topic_page(&ctx, id, form.body, Some(capitalise(&e.to_string())));
             ctx.page(e.status(), &page)
@@ -245,14 +206,13 @@ pub async fn delete_topic<S: Store>(
         Ok(u) => u,
         Err(res) => return *res,
     };
-    let done = commit(&state, move |st| async move {
-        let (topic, _) = st.store.topic_with_posts(id, PostSort::Old).await?;
-        st.store.delete_topic(&user, id).await?;
-        st.cache.invalidate(id);
-        Ok(topic.community)
-    })
-    .await;
-    match done {
+    let done = async {
+        // Read first: where to go afterwards.
+        let (topic, _) = state.store.topic_with_posts(id, PostSort::Old).await?;
+        topics::delete_topic(&state, user, id).await?;
+        Ok::<_, AppError>(topic.community)
+    };
+    match done.await {
         Ok(community) => see_other(&format!("/c/{community}")),
         Err(e) => error_page(&ctx, e),
     }
@@ -307,17 +267,8 @@ pub async fn edit_post<S: Store>(
         Ok(u) => u,
         Err(res) => return *res,
     };
-    let body = form.body.clone();
-    let done = async move {
-        let body = Body::parse(&body)?;
-        commit(&state, move |st| async move {
-            let p = st.store.edit_post(&user, post, body).await?;
-            st.cache.invalidate(p.topic_id);
-            st.live.post_edited(&p);
-            Ok(p.topic_id)
-        })
-        .await
-    };
+    let done =
+        async { Ok::<_, AppError>(posts::edit_post(&state, user, post, Body::parse(&form.body)?).await?.topic_id) };
     match done.await {
         Ok(topic) => see_other(&format!("/t/{topic}#p{post}")),
         Err(e) if shown_on_form(&e) => {
@@ -343,14 +294,7 @@ pub async fn delete_post<S: Store>(
         Ok(u) => u,
         Err(res) => return *res,
     };
-    let done = commit(&state, move |st| async move {
-        let topic_id = st.store.delete_post(&user, post).await?;
-        st.cache.invalidate(topic_id);
-        st.live.post_removed(topic_id, post);
-        Ok(topic_id)
-    })
-    .await;
-    match done {
+    match posts::delete_post(&state, user, post).await {
         Ok(topic_id) => see_other(&format!("/t/{topic_id}#p{post}")),
         Err(e) => error_page(&ctx, e),
     }

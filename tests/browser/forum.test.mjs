@@ -109,6 +109,9 @@ test('register, create a topic, reply and vote without reloads; a second browser
   // A second browser (signed out) has the topic open and waits for posts.
   const bob = await browser.newContext();
   const watcher = await open(bob);
+  // Live posts are built from the event itself: no request per post.
+  const fragments = [];
+  watcher.on('request', (r) => { if (/^\/t\/\d+\/p\/\d+$/.test(new URL(r.url()).pathname)) fragments.push(r.url()); });
   const subscribed = watcher.waitForResponse((r) => r.url().includes('/api/v1/live/sse'));
   await watcher.goto(topicUrl);
   await subscribed;
@@ -140,6 +143,12 @@ test('register, create a topic, reply and vote without reloads; a second browser
   const topicId = Number(shared.topicPath.split('/').pop());
   await api('POST', `/topics/${topicId}/posts`, { body: 'PoE hats on all of them, one cable each. `dmesg` says they draw ~6 W.', parent_id: nestedId });
   for (const p of [page, watcher]) await p.locator(`#p${nestedId} .replies .post`).filter({ hasText: 'PoE hats' }).waitFor({ timeout: 10000 });
+  assert.deepEqual(fragments, [], 'no post was fetched');
+  // The built comment matches the server's markup: a link to its author, its time, a reply link.
+  const built = watcher.locator(`#p${nestedId} .replies .post`).filter({ hasText: 'PoE hats' });
+  assert.equal(await built.locator('.who a').innerText(), 'admin');
+  assert.match(await built.locator(':scope > details > .actions .reply-link').getAttribute('href'), /\/reply\?to=\d+$/);
+  assert.match(await built.locator('code').innerText(), /dmesg/);
 
   // Votes, without reload; the score survives a reload.
   await page.locator('.topic .vote.up').click();
@@ -280,4 +289,52 @@ test('with JavaScript off a user logs in, posts a topic and replies: forms post 
   // Times stay absolute without the script.
   assert.match(await page.locator('.topic time').innerText(), /UTC$/);
   await ctx.close();
+});
+
+test('a moderator removes a comment from the topic page; another browser sees it removed after a reload', async () => {
+  // A moderator of c/raspi, made through the API.
+  const name = 'mod' + run;
+  await fetch(BASE + '/api/v1/auth/register', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: name, password: PASSWORD }),
+  }).then((r) => assert.equal(r.status, 201));
+  const appointed = await fetch(`${BASE}/api/v1/communities/raspi/moderators/${name}`, {
+    method: 'PUT', headers: { authorization: 'Bearer ' + ADMIN },
+  });
+  assert.equal(appointed.status, 204);
+
+  const reader = await browser.newContext();
+  const watcher = await open(reader, shared.topicPath);
+  const comment = `#p${shared.postId} > details > .body`;
+  assert.match(await watcher.locator(comment).innerText(), /three Pi 5s/);
+
+  const modCtx = await browser.newContext();
+  const page = await modCtx.newPage();
+  page.on('dialog', (d) => d.accept()); // "Remove this comment?"
+  await login(page, name);
+  await page.goto(BASE + shared.topicPath);
+  const post = page.locator('#p' + shared.postId);
+  await Promise.all([
+    page.waitForURL(new RegExp(`#p${shared.postId}$`)),
+    post.locator(':scope > details > .actions').getByRole('button', { name: 'remove' }).click(),
+  ]);
+  // The moderator still reads it, marked removed, with a restore button.
+  await post.locator(':scope > details > summary .tag', { hasText: 'removed' }).waitFor();
+  assert.match(await post.locator(':scope > details > .body').innerText(), /three Pi 5s/);
+  await post.locator(':scope > details > .actions').getByRole('button', { name: 'restore' }).waitFor();
+  await page.setViewportSize({ width: 1280, height: 860 });
+  await page.locator('.modbar').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(SHOTS, 'moderation.png') });
+
+  // The signed-out reader, after a reload, sees it gone.
+  await watcher.reload();
+  const gone = watcher.locator(`#p${shared.postId} > details > .gone-text`);
+  assert.equal(await gone.innerText(), '[removed by a moderator]');
+  assert.doesNotMatch(await watcher.locator('#thread').innerText(), /three Pi 5s/);
+  // And the public log says who did it.
+  await watcher.goto(BASE + '/c/raspi/modlog');
+  assert.match(await watcher.locator('.log').innerText(), new RegExp(`${name} removed a comment`));
+  await reader.close();
+  await modCtx.close();
 });

@@ -37,7 +37,7 @@ async fn app_with_aged_topics(aged: &[(i64, i64)]) -> (TestApp, Vec<i64>) {
             url: None,
         };
         let created = now.0 - age;
-        let topic = writes::create_topic(&conn, &elder, &new, Timestamp(created)).expect("topic");
+        let topic = writes::create_topic(&conn, &elder, &new, None, Timestamp(created)).expect("topic");
         conn.execute_batch(&format!(
             "UPDATE topics SET score = {score}, hot = {} WHERE id = {}",
             hot_rank(score, created),

@@ -12,6 +12,7 @@
 //! - `moderation`: moderators, removals, locks, bans, reports, the mod log,
 //!   registration modes.
 //! - `store`: the `Store` trait as one story, for every backend.
+//! - `search`: full-text search, and the HTML stored with every body.
 //! - `fuzz_regressions`: saved fuzz inputs through the fuzz targets' checks.
 //! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
 
@@ -36,6 +37,7 @@ mod live;
 mod moderation;
 mod openapi;
 mod pages;
+mod search;
 mod seeding;
 mod store;
 mod votes;

@@ -12,7 +12,7 @@
 //!   route therefore needs its operation in `docs/openapi.json`, or an entry
 //!   in `UNDOCUMENTED` with the reason;
 //! - a scripted session (accounts, communities, topics, replies, votes,
-//!   listings, profiles, edits, moderation, registration modes, deletes and
+//!   listings, search, profiles, edits, moderation, registration modes, deletes and
 //!   the errors of each) gets only documented statuses, content types,
 //!   headers and bodies, checked with the `jsonschema` crate against the
 //!   document's schemas, and exercises every documented operation
@@ -665,6 +665,18 @@ async fn a_scripted_session_gets_only_documented_responses() {
     api.call(get.clone(), "/communities/raspi/topics?sort=top&t=month", None, None, 200).await;
     api.call(get.clone(), "/communities/raspi/topics?sort=sideways", None, None, 400).await;
     api.call(get.clone(), "/communities/nope/topics", None, None, 404).await;
+
+    // Search.
+    let hits = api.call(get.clone(), "/search?q=hello", None, None, 200).await;
+    assert_eq!(hits["hits"][0]["topic"]["id"], t);
+    let page = api.call(get.clone(), "/search?q=hi&type=posts&community=raspi&limit=1", None, None, 200).await;
+    assert_eq!((page["hits"][0]["type"].as_str(), page["next"].as_i64()), (Some("post"), Some(1)));
+    api.call(get.clone(), "/search?q=hi&type=posts&after=1", None, None, 200).await;
+    api.call(get.clone(), &format!("/search?q={}", "%22NEAR(%20-%5E".repeat(20)), None, None, 200).await;
+    for q in ["", "?q=x&type=all", "?q=x&limit=0", "?q=x&after=1001", &format!("?q={}", "x".repeat(201))] {
+        api.call(get.clone(), &format!("/search{q}"), None, None, 400).await;
+    }
+    api.call(get.clone(), "/search?q=x&community=nope", None, None, 404).await;
 
     // Profiles.
     let profile = api.call(get.clone(), "/users/alice", None, None, 200).await;

@@ -487,3 +487,491 @@ async fn an_empty_topic_page_with_its_css_and_js_weighs_under_30_kb_gzipped() {
     eprintln!("topic page weight over the wire: {total} B ({})", parts.join(", "));
     assert!(total < 30 * 1024, "{total} B: {parts:?}");
 }
+
+// ---------------------------------------------------------------------------
+// Moderation in the forum, and the cached signed-out topic page.
+
+/// A browser signed in as a new account `name` (its session cookie holds a
+/// token made in the store: no argon2), and that token for the API.
+async fn signed_in<'a>(app: &'a TestApp, name: &str) -> (Browser<'a>, String) {
+    let token = app.user(name).await;
+    let mut b = Browser::new(app);
+    b.cookies.insert("pith_session".into(), token.clone());
+    (b, token)
+}
+
+/// The admin, signed in to the forum.
+fn admin_browser(app: &TestApp) -> Browser<'_> {
+    let mut b = Browser::new(app);
+    b.cookies.insert("pith_session".into(), app.admin_token.clone());
+    b
+}
+
+async fn appoint(app: &TestApp, community: &str, user: &str) {
+    let path = format!("/api/v1/communities/{community}/moderators/{user}");
+    let (status, body) = app.send(Method::PUT, &path, Some(&app.admin_token), None).await;
+    assert_eq!(status, 204, "{body}");
+}
+
+/// c/rust moderated by `mona`, c/golang by `gopher`; a topic in c/rust by
+/// alice with a comment by bob. Returns (topic, post, bob's token).
+async fn moderated_forum(app: &TestApp) -> (i64, i64, String) {
+    app.community("rust").await;
+    app.community("golang").await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let topic = app.topic("rust", &alice, "Lifetimes, again").await;
+    let post = app.reply(topic, &bob, None, "A comment worth *removing*").await;
+    (topic, post, bob)
+}
+
+#[tokio::test]
+async fn moderators_remove_restore_lock_and_unlock_from_the_topic_page_and_pages_agree_with_the_api() {
+    let app = spawn_app().await;
+    let (topic, post, bob) = moderated_forum(&app).await;
+    let (mut mona, _) = signed_in(&app, "mona").await;
+    appoint(&app, "rust", "mona").await;
+    let page = format!("/t/{topic}");
+    let html = text(&mona.get(&page).await);
+    assert!(html.contains(&format!("action=\"/t/{topic}/moderate\"")), "the moderator's bar");
+    assert!(html.contains(&format!("formaction=\"/t/{topic}/p/{post}/moderate\" name=\"action\" value=\"remove\"")));
+    assert!(html.contains("href=\"/c/rust/bans?user=bob\""), "a link to ban the author");
+    // The public page is cached before the removal; the removal evicts it.
+    let mut anon = Browser::new(&app);
+    assert!(text(&anon.get(&page).await).contains("A comment worth <em>removing</em>"));
+    let r =
+        mona.submit(&page, &format!("/t/{topic}/p/{post}/moderate"), &[("action", "remove"), ("back", &page)]).await;
+    assert_eq!((r.status, r.header("location")), (303, Some(format!("/t/{topic}#p{post}").as_str())));
+    let public = text(&anon.get(&page).await);
+    assert!(!public.contains("worth <em>removing</em>") && public.contains("[removed by a moderator]"), "hidden");
+    assert_eq!(app.read_topic(topic, "best").await["posts"][0]["body"], "", "the API agrees");
+    let moderator = text(&mona.get(&page).await);
+    assert!(moderator.contains("worth <em>removing</em>") && moderator.contains("<span class=\"tag\">removed</span>"));
+    assert!(moderator.contains("value=\"restore\""), "a restore button");
+    let mut author = Browser::new(&app);
+    author.cookies.insert("pith_session".into(), bob.clone());
+    assert!(text(&author.get(&page).await).contains("worth <em>removing</em>"), "its author still sees it");
+    let r = mona.submit(&page, &format!("/t/{topic}/p/{post}/moderate"), &[("action", "restore")]).await;
+    assert_eq!(r.status, 303);
+    assert!(text(&anon.get(&page).await).contains("worth <em>removing</em>"), "restored for everyone");
+    // Locking: a notice and no reply form for the public and plain users;
+    // moderators may still comment.
+    let r = mona.submit(&page, &format!("/t/{topic}/moderate"), &[("action", "lock"), ("reason", "heated")]).await;
+    assert_eq!((r.status, r.header("location")), (303, Some(page.as_str())));
+    assert_eq!(app.read_topic(topic, "best").await["topic"]["locked"], true);
+    for html in [text(&anon.get(&page).await), text(&author.get(&page).await)] {
+        assert!(html.contains("This topic is locked") && !html.contains("id=\"reply-top\""));
+    }
+    let html = text(&mona.get(&page).await);
+    assert!(html.contains("only moderators can comment") && html.contains("id=\"reply-top\""));
+    let r = author.submit(&page, &format!("/t/{topic}/reply"), &[("body", "let me in"), ("parent", "")]).await;
+    assert_eq!(r.status, 403);
+    assert!(text(&r).contains("locked"), "{}", text(&r));
+    let r = mona.submit(&page, &format!("/t/{topic}/reply"), &[("body", "Mods may speak"), ("parent", "")]).await;
+    assert_eq!(r.status, 303);
+    mona.submit(&page, &format!("/t/{topic}/moderate"), &[("action", "unlock")]).await;
+    assert!(!text(&anon.get(&page).await).contains("This topic is locked"));
+    // Removing the topic: gone for the public (404, page and API alike),
+    // kept with a notice for moderators.
+    let r = mona.submit(&page, &format!("/t/{topic}/moderate"), &[("action", "remove")]).await;
+    assert_eq!(r.status, 303);
+    assert_eq!(anon.get(&page).await.status, 404);
+    assert_eq!(app.get(&format!("/api/v1/topics/{topic}")).await.0, 404);
+    let html = text(&mona.get(&page).await);
+    assert!(html.contains("A moderator removed this topic") && html.contains("value=\"restore\""));
+    mona.submit(&page, &format!("/t/{topic}/moderate"), &[("action", "restore")]).await;
+    assert_eq!(anon.get(&page).await.status, 200);
+    // Plain users see none of it, but may report.
+    let html = text(&author.get(&page).await);
+    assert!(!html.contains("/moderate\"") && html.contains(&format!("href=\"/t/{topic}/report\"")));
+}
+
+#[tokio::test]
+async fn moderation_pages_and_actions_refuse_plain_users_and_moderators_of_other_communities() {
+    let app = spawn_app().await;
+    let (topic, post, _) = moderated_forum(&app).await;
+    let (mut plain, _) = signed_in(&app, "carol").await;
+    let (mut gopher, _) = signed_in(&app, "gopher").await;
+    appoint(&app, "golang", "gopher").await;
+    let alice_report = {
+        let (status, body) = app
+            .post(
+                &format!("/api/v1/posts/{post}/report"),
+                Some(&app.user("dan").await),
+                serde_json::json!({"reason": "spam"}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        body["id"].as_i64().expect("report id")
+    };
+    let page = format!("/t/{topic}");
+    for b in [&mut plain, &mut gopher] {
+        let html = text(&b.get(&page).await);
+        assert!(!html.contains("/moderate\""), "no moderation controls");
+        let posts = [
+            (format!("/t/{topic}/moderate"), vec![("action", "remove")]),
+            (format!("/t/{topic}/moderate"), vec![("action", "lock")]),
+            (format!("/t/{topic}/p/{post}/moderate"), vec![("action", "remove")]),
+            (format!("/c/rust/reports/{alice_report}"), vec![("status", "dismissed")]),
+            ("/c/rust/bans".to_owned(), vec![("username", "bob"), ("duration", "")]),
+            ("/c/rust/unban".to_owned(), vec![("username", "bob")]),
+            ("/admin/settings".to_owned(), vec![("registration", "closed")]),
+            ("/admin/invites".to_owned(), vec![("expires", "")]),
+            ("/admin/bans".to_owned(), vec![("username", "bob"), ("duration", "")]),
+        ];
+        for (action, form) in posts {
+            let r = b.submit(&page, &action, &form).await;
+            assert_eq!(r.status, 403, "{action}");
+            assert!(text(&r).contains("Not allowed"), "{action}: the 403 page");
+        }
+        for path in ["/c/rust/reports", "/c/rust/bans", "/admin"] {
+            assert_eq!(b.get(path).await.status, 403, "{path}");
+        }
+    }
+    // Nothing changed.
+    let json = app.read_topic(topic, "best").await;
+    assert_eq!((json["topic"]["locked"].clone(), json["posts"][0]["removed"].clone()), (false.into(), false.into()));
+    let log = app.get("/api/v1/modlog").await.1;
+    assert!(log["entries"].as_array().expect("log").iter().all(|e| e["action"] == "appoint_moderator"), "{log}");
+    // The moderator of c/golang does moderate there.
+    let gophers = app.topic("golang", &app.user("erin").await, "Generics").await;
+    let r = gopher.submit(&format!("/t/{gophers}"), &format!("/t/{gophers}/moderate"), &[("action", "lock")]).await;
+    assert_eq!(r.status, 303);
+    // Signed out, every moderation page asks to log in first.
+    let mut anon = Browser::new(&app);
+    for path in ["/c/rust/reports", "/c/rust/bans", "/admin", &format!("/t/{topic}/report")] {
+        let r = anon.get(path).await;
+        assert_eq!(r.status, 303, "{path}");
+        assert!(r.header("location").is_some_and(|l| l.starts_with("/login?next=")), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn users_report_with_a_reason_and_moderators_resolve_and_dismiss_in_the_queue() {
+    let app = spawn_app().await;
+    let (topic, post, _) = moderated_forum(&app).await;
+    let (mut mona, _) = signed_in(&app, "mona").await;
+    appoint(&app, "rust", "mona").await;
+    let (mut carol, _) = signed_in(&app, "carol").await;
+    let html = text(&carol.get(&format!("/t/{topic}")).await);
+    let form = format!("/t/{topic}/report?post={post}");
+    assert!(html.contains(&format!("href=\"{form}\"")), "a report link on the comment");
+    let html = text(&carol.get(&form).await);
+    assert!(html.contains("Report a comment") && html.contains("A comment worth <em>removing</em>"));
+    // A reason is required.
+    let r = carol.submit(&form, &format!("/t/{topic}/report"), &[("post", &post.to_string()), ("reason", " ")]).await;
+    assert_eq!(r.status, 422);
+    assert!(text(&r).contains("Reason must be at least 1 characters"), "{}", text(&r));
+    let r = carol
+        .submit(&form, &format!("/t/{topic}/report"), &[("post", &post.to_string()), ("reason", "Off <topic>")])
+        .await;
+    let thanks = format!("/t/{topic}/report?post={post}&sent=1");
+    assert_eq!((r.status, r.header("location")), (303, Some(thanks.as_str())));
+    assert!(text(&carol.get(&thanks).await).contains("Report sent"));
+    let r =
+        carol.submit(&format!("/t/{topic}/report"), &format!("/t/{topic}/report"), &[("reason", "Bad title")]).await;
+    assert_eq!(r.header("location"), Some(format!("/t/{topic}/report?sent=1").as_str()));
+    // The queue: newest first, escaped, with resolve and dismiss.
+    let html = text(&mona.get("/c/rust/reports").await);
+    let (a, b) = (html.find("Bad title").expect("topic report"), html.find("Off &#60;topic&#62;").expect("escaped"));
+    assert!(a < b, "newest first");
+    assert!(html.contains(&format!("href=\"/t/{topic}#p{post}\"")), "a link to the comment");
+    let (_, body) = app.send(Method::GET, "/api/v1/communities/rust/reports", Some(&app.admin_token), None).await;
+    let ids: Vec<i64> = body["reports"].as_array().expect("reports").iter().filter_map(|r| r["id"].as_i64()).collect();
+    assert_eq!(ids.len(), 2);
+    let r = mona.submit("/c/rust/reports", &format!("/c/rust/reports/{}", ids[0]), &[("status", "resolved")]).await;
+    assert_eq!((r.status, r.header("location")), (303, Some("/c/rust/reports")));
+    let r = mona.submit("/c/rust/reports", &format!("/c/rust/reports/{}", ids[1]), &[("status", "dismissed")]).await;
+    assert_eq!(r.status, 303);
+    assert!(text(&mona.get("/c/rust/reports").await).contains("No reports here."));
+    let html = text(&mona.get("/c/rust/reports?status=resolved").await);
+    assert!(html.contains("Bad title") && html.contains("by mona") && !html.contains("Off &#60;topic"));
+    assert!(text(&mona.get("/c/rust/reports?status=all").await).contains("Off &#60;topic"));
+    assert_eq!(mona.get("/c/rust/reports?status=nope").await.status, 400);
+    assert_eq!(mona.get("/c/nowhere/reports").await.status, 404);
+}
+
+#[tokio::test]
+async fn moderators_ban_with_a_reason_and_duration_banned_users_are_told_why_and_the_log_is_public() {
+    let app = spawn_app().await;
+    let (topic, post, bob_token) = moderated_forum(&app).await;
+    let (mut mona, _) = signed_in(&app, "mona").await;
+    appoint(&app, "rust", "mona").await;
+    // The ban link on the topic page fills in the name.
+    let html = text(&mona.get("/c/rust/bans?user=bob").await);
+    assert!(html.contains("value=\"bob\"") && html.contains("Nobody is banned."));
+    let form = [("username", "bob"), ("reason", "flame <wars>"), ("duration", "86400")];
+    let r = mona.submit("/c/rust/bans", "/c/rust/bans", &form).await;
+    assert_eq!((r.status, r.header("location")), (303, Some("/c/rust/bans")));
+    let html = text(&mona.get("/c/rust/bans").await);
+    assert!(html.contains("href=\"/u/bob\"") && html.contains("flame &#60;wars&#62;") && html.contains("until"));
+    // A name that does not exist is shown on the form.
+    let r = mona.submit("/c/rust/bans", "/c/rust/bans", &[("username", "nobody"), ("duration", "")]).await;
+    assert_eq!(r.status, 404);
+    assert!(text(&r).contains("User not found") && text(&r).contains("value=\"nobody\""));
+    // Bob is told, on the form and on the error page.
+    let mut bob = Browser::new(&app);
+    bob.cookies.insert("pith_session".into(), bob_token.clone());
+    let page = format!("/t/{topic}");
+    let r = bob.submit(&page, &format!("/t/{topic}/reply"), &[("body", "still here"), ("parent", "")]).await;
+    assert_eq!(r.status, 403);
+    let html = text(&r);
+    assert!(
+        html.contains("You are banned from community rust until") && html.contains("flame &#60;wars&#62;"),
+        "{html}"
+    );
+    let r = bob.submit(&page, &format!("/p/{post}/vote"), &[("value", "1"), ("back", &page)]).await;
+    assert_eq!(r.status, 403);
+    assert!(text(&r).contains("<h1>You are banned</h1>"), "{}", text(&r));
+    // The public log, for the community and the site.
+    for path in ["/c/rust/modlog", "/modlog"] {
+        let html = text(&Browser::new(&app).get(path).await);
+        assert!(html.contains("href=\"/u/mona\">mona</a> banned <a href=\"/u/bob\">bob</a> until"), "{path}: {html}");
+        assert!(html.contains("Reason: flame &#60;wars&#62;"), "{path}");
+    }
+    assert!(text(&Browser::new(&app).get("/c/golang/modlog").await).contains("Nothing logged yet."));
+    assert_eq!(Browser::new(&app).get("/c/nowhere/modlog").await.status, 404);
+    // Lifted: bob writes again.
+    let r = mona.submit("/c/rust/bans", "/c/rust/unban", &[("username", "bob")]).await;
+    assert_eq!(r.status, 303);
+    let r = bob.submit(&page, &format!("/t/{topic}/reply"), &[("body", "back again"), ("parent", "")]).await;
+    assert_eq!(r.status, 303);
+    assert!(text(&Browser::new(&app).get("/c/rust/modlog").await).contains("lifted the ban of"));
+}
+
+#[tokio::test]
+async fn admins_set_registration_make_invite_codes_shown_once_and_ban_site_wide() {
+    let app = spawn_app().await;
+    let (topic, _, bob_token) = moderated_forum(&app).await;
+    let mut admin = admin_browser(&app);
+    let html = text(&admin.get("/").await);
+    assert!(html.contains("href=\"/admin\""), "admins get a link");
+    let html = text(&admin.get("/admin").await);
+    assert!(html.contains("value=\"open\" checked"));
+    let r = admin.submit("/admin", "/admin/settings", &[("registration", "invite")]).await;
+    assert_eq!((r.status, r.header("location")), (303, Some("/admin")));
+    assert!(text(&Browser::new(&app).get("/register").await).contains("Invite code"));
+    // A code: handed to the next page in a cookie, shown once, then gone.
+    let r = admin.submit("/admin", "/admin/invites", &[("expires", "604800")]).await;
+    assert_eq!((r.status, r.header("location")), (303, Some("/admin#invite")));
+    let cookie = r.header("set-cookie").expect("flash cookie").to_owned();
+    assert!(cookie.starts_with("pith_invite=") && cookie.contains("Path=/admin") && cookie.contains("HttpOnly"));
+    let r = admin.get("/admin").await;
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    assert!(r.header("set-cookie").is_some_and(|c| c.contains("Max-Age=0")), "cleared");
+    let html = text(&r);
+    let at = html.find("<code class=\"code-once\">").expect("the code is shown") + 24;
+    let code = html[at..].split('<').next().expect("code").to_owned();
+    assert_eq!(code.len(), 43);
+    assert!(!text(&admin.get("/admin").await).contains("code-once"), "shown only once");
+    let (status, body) = app
+        .post(
+            "/api/v1/auth/register",
+            None,
+            serde_json::json!({"username": "newbie", "password": "password123", "invite": code}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    // A site ban, with a reason; bob can no longer write anywhere.
+    let r = admin.submit("/admin", "/admin/bans", &[("username", "bob"), ("reason", "spam"), ("duration", "")]).await;
+    assert_eq!((r.status, r.header("location")), (303, Some("/admin#bans")));
+    assert!(text(&admin.get("/admin").await).contains("href=\"/u/bob\">bob</a>, by admin"));
+    let (status, body) =
+        app.post(&format!("/api/v1/topics/{topic}/posts"), Some(&bob_token), serde_json::json!({"body": "hi"})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (403, Some("banned")));
+    assert!(text(&Browser::new(&app).get("/modlog").await).contains("permanently"));
+    let r = admin.submit("/admin", "/admin/unban", &[("username", "bob")]).await;
+    assert_eq!(r.status, 303);
+    let (status, _) =
+        app.post(&format!("/api/v1/topics/{topic}/posts"), Some(&bob_token), serde_json::json!({"body": "hi"})).await;
+    assert_eq!(status, 201);
+}
+
+#[tokio::test]
+async fn the_community_page_lists_its_moderators_and_links_them_to_reports_and_bans() {
+    let app = spawn_app().await;
+    moderated_forum(&app).await;
+    app.user("mona").await;
+    let mut anon = Browser::new(&app);
+    let html = text(&anon.get("/c/rust").await);
+    // Whoever creates a community moderates it.
+    assert!(html.contains("Moderators: <a href=\"/u/admin\">admin</a>") && html.contains("href=\"/c/rust/modlog\""));
+    appoint(&app, "rust", "mona").await;
+    let html = text(&anon.get("/c/rust").await);
+    assert!(html.contains("Moderators: <a href=\"/u/admin\">admin</a>, <a href=\"/u/mona\">mona</a>"));
+    assert!(!html.contains("href=\"/c/rust/reports\""), "the queue is for moderators");
+    let mut mona = Browser::new(&app);
+    mona.cookies.insert("pith_session".into(), {
+        let (_, body) = app.get("/api/v1/communities/rust/moderators").await;
+        assert_eq!(body["moderators"][1]["name"], "mona");
+        let token = pith::auth::new_token();
+        let user = app.state.store.user_credentials("mona".into()).await.expect("read").expect("mona").0;
+        app.state.store.add_token(user.id, pith::auth::token_digest(&token)).await.expect("token");
+        token
+    });
+    let html = text(&mona.get("/c/rust").await);
+    assert!(html.contains("href=\"/c/rust/reports\"") && html.contains("href=\"/c/rust/bans\""));
+    assert!(!text(&mona.get("/c/golang").await).contains("href=\"/c/golang/reports\""));
+}
+
+#[tokio::test]
+async fn the_signed_out_topic_page_is_cached_with_etag_304_and_gzip_and_is_fresh_after_every_write() {
+    use pith::cache::Variant;
+    use pith::store::PostSort;
+    let app = spawn_app().await;
+    let (topic, post, bob) = moderated_forum(&app).await;
+    let page = format!("/t/{topic}");
+    let b = Browser::new(&app);
+    let get = |headers: &[(&str, &str)]| {
+        let mut req = b.request(Method::GET, &page);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        fetch(req)
+    };
+    let first = get(&[]).await;
+    assert_eq!(first.status, 200);
+    let etag = first.header("etag").expect("an ETag").to_owned();
+    assert_eq!(first.header("cache-control"), Some("no-cache"));
+    assert_eq!(first.header("vary"), Some("accept-encoding, cookie"));
+    assert_eq!(first.header("link"), Some(format!("</t/{topic}>; rel=\"canonical\"").as_str()));
+    assert_eq!(first.header("content-security-policy"), Some(pith::web::CSP), "still hardened");
+    assert!(app.state.cache.get((topic, Variant::Page(PostSort::Best))).is_some(), "in the shared cache");
+    // The same bytes whatever query came along; a sort order of its own.
+    assert_eq!(fetch(b.request(Method::GET, &format!("{page}?sort=best&x=1"))).await.bytes, first.bytes);
+    let new = fetch(b.request(Method::GET, &format!("{page}?sort=new"))).await;
+    assert_ne!(new.header("etag"), Some(etag.as_str()));
+    assert!(app.state.cache.get((topic, Variant::Page(PostSort::New))).is_some());
+    // Revalidation and compression.
+    let not_modified = get(&[("if-none-match", &etag)]).await;
+    assert_eq!(not_modified.status, 304);
+    assert!(not_modified.bytes.is_empty());
+    assert_eq!((not_modified.header("etag"), not_modified.header("vary")), (Some(etag.as_str()), first.header("vary")));
+    let gz = get(&[("accept-encoding", "gzip")]).await;
+    assert_eq!(gz.header("content-encoding"), Some("gzip"));
+    assert_eq!(gunzip(&gz.bytes), first.bytes);
+    assert_eq!(gz.header("etag"), Some(etag.as_str()));
+    // A signed-in reader gets a page of their own, never the shared one.
+    let (mut carol, _) = signed_in(&app, "carol").await;
+    let mine = carol.get(&page).await;
+    assert_eq!((mine.header("etag"), mine.header("cache-control")), (None, Some("private, no-cache")));
+    assert!(text(&mine).contains("href=\"/u/carol\""));
+    // Each kind of write evicts the page (and the API's JSON with it).
+    let mut last = etag;
+    let api = (topic, Variant::Json(PostSort::Best));
+    let mut check = async |what: &str, want: &str| {
+        let r = get(&[("if-none-match", &last)]).await;
+        assert_eq!(r.status, 200, "after {what}: a stale ETag no longer matches");
+        assert!(text(&r).contains(want), "after {what}: {want:?}");
+        last = r.header("etag").expect("etag").to_owned();
+    };
+    app.read_topic(topic, "best").await;
+    app.reply(topic, &bob, Some(post), "A fresh **reply**").await;
+    assert!(app.state.cache.get(api).is_none(), "the JSON went with it");
+    check("a reply", "A fresh <strong>reply</strong>").await;
+    let (status, _) =
+        app.patch(&format!("/api/v1/posts/{post}"), Some(&bob), serde_json::json!({"body": "Edited *text*"})).await;
+    assert_eq!(status, 200);
+    check("an edit", "Edited <em>text</em>").await;
+    app.vote("topics", topic, &bob, 1).await;
+    check("a vote", "<span class=\"score\" data-score>1</span>").await;
+    appoint(&app, "rust", "carol").await;
+    let r = carol.submit(&page, &format!("/t/{topic}/p/{post}/moderate"), &[("action", "remove")]).await;
+    assert_eq!(r.status, 303);
+    check("a removal", "[removed by a moderator]").await;
+    assert!(app.state.cache.get((topic, Variant::Page(PostSort::New))).is_none(), "every order went");
+}
+
+#[tokio::test]
+async fn the_live_scripts_post_fragment_comes_from_the_cache_for_signed_out_readers() {
+    use pith::cache::Variant;
+    let app = spawn_app().await;
+    let (topic, post, bob) = moderated_forum(&app).await;
+    let b = Browser::new(&app);
+    let path = format!("/t/{topic}/p/{post}");
+    let r = fetch(b.request(Method::GET, &path).header("x-pith-fetch", "1")).await;
+    assert_eq!(r.status, 200);
+    assert!(text(&r).starts_with(&format!("<article class=\"post\" id=\"p{post}\"")));
+    assert!(r.header("etag").is_some());
+    assert!(app.state.cache.get((topic, Variant::Post(post))).is_some(), "kept for the next reader");
+    app.reply(topic, &bob, None, "another").await;
+    assert!(app.state.cache.get((topic, Variant::Post(post))).is_none(), "evicted by the next write");
+    assert_eq!(
+        fetch(b.request(Method::GET, &format!("/t/{topic}/p/999999")).header("x-pith-fetch", "1")).await.status,
+        404
+    );
+    // The topic page carries the template the script fills from a live
+    // event, with the controls this viewer gets.
+    let html = text(&Browser::new(&app).get(&format!("/t/{topic}")).await);
+    assert!(html.contains("<template id=\"post-proto\" data-id=\"9007199254740991\" data-author=\"~author~\">"));
+    let (mut carol, _) = signed_in(&app, "carol").await;
+    let html = text(&carol.get(&format!("/t/{topic}")).await);
+    assert!(html.contains("report?post=9007199254740991"), "signed in: a report link");
+}
+
+#[tokio::test]
+async fn search_shows_matching_topics_and_comments_with_their_matches_marked() {
+    let app = spawn_app().await;
+    let topic = forum(&app).await;
+    let bob = app.user("bob").await;
+    let post = app.reply(topic, &bob, None, "Borrowing <script>alert(1)</script> is in the book").await;
+    let mut b = Browser::new(&app);
+    let r = b.get("/search?q=borrowing").await;
+    assert_eq!(r.status, 200);
+    let html = text(&r);
+    assert!(!html.contains("not available"), "search works");
+    assert!(html.contains(&format!("<a href=\"/t/{topic}\">Borrowing, explained</a>")), "the topic, linked");
+    assert!(html.contains(&format!("href=\"/t/{topic}#p{post}\"")), "the comment, linked in its topic");
+    assert!(html.contains("<mark>Borrowing</mark> &lt;script&gt;alert(1)&lt;/script&gt; is in the book"), "{html}");
+    assert!(!html.contains("<script>alert"), "snippets are escaped");
+    let html = text(&b.get("/search?q=zebra").await);
+    assert!(html.contains("No topics match.") && html.contains("No comments match."));
+    let r = b.get("/search?q=%22%3Cscript%3E%20NEAR(%20-%5E").await;
+    assert_eq!(r.status, 200, "any query renders");
+    assert!(!text(&r).contains("<script>"));
+}
+
+/// WCAG AA: every text colour of the stylesheet, in the light and the dark
+/// theme, has a contrast ratio of at least 4.5:1 on the backgrounds it is
+/// drawn on. Read from static/app.css itself, so a colour change that
+/// breaks contrast fails here.
+#[test]
+fn text_colours_meet_wcag_aa_contrast_in_both_themes() {
+    let css = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/static/app.css")).expect("app.css");
+    let dark_at = css.find("prefers-color-scheme: dark").expect("a dark theme");
+    let themes = [("light", &css[..dark_at]), ("dark", &css[dark_at..])];
+    let var = |block: &str, name: &str| -> [f64; 3] {
+        let at = block.find(&format!("--{name}:")).unwrap_or_else(|| panic!("--{name} missing"));
+        let value = block[at..].split(':').nth(1).expect("value").split(';').next().expect("value").trim();
+        let hex = value.trim_start_matches('#');
+        let hex: String = if hex.len() == 3 { hex.chars().flat_map(|c| [c, c]).collect() } else { hex.to_owned() };
+        let channel = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex colour") as f64 / 255.0;
+        [channel(0), channel(2), channel(4)]
+    };
+    let luminance = |c: [f64; 3]| {
+        let lin = |x: f64| if x <= 0.03928 { x / 12.92 } else { ((x + 0.055) / 1.055).powf(2.4) };
+        0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2])
+    };
+    let contrast = |a: [f64; 3], b: [f64; 3]| {
+        let (x, y) = (luminance(a), luminance(b));
+        (x.max(y) + 0.05) / (x.min(y) + 0.05)
+    };
+    let pairs = [
+        ("text", "bg"),
+        ("text", "card"),
+        ("muted", "bg"),
+        ("muted", "card"),
+        ("link", "bg"),
+        ("link", "card"),
+        ("up", "card"),
+        ("down", "card"),
+        ("accent-text", "accent"),
+        ("error", "error-bg"),
+    ];
+    for (theme, block) in themes {
+        for (fg, bg) in pairs {
+            let ratio = contrast(var(block, fg), var(block, bg));
+            assert!(ratio >= 4.5, "{theme}: --{fg} on --{bg} has contrast {ratio:.2}, under AA's 4.5");
+        }
+    }
+}

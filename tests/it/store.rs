@@ -3,9 +3,13 @@
 //! is SQLite; PostgreSQL will add one `#[tokio::test]` calling `story`.
 
 use pith::auth::token_digest;
+use pith::model::SearchHit;
 use pith::model::{Body, CommunityName, Link, Title, Username, VoteTarget};
 use pith::store::sqlite::{SqliteOptions, SqliteStore};
-use pith::store::{ListTopics, NewCommunity, NewPost, NewTopic, PostSort, Store, StoreError, TimeWindow, TopicSort};
+use pith::store::{
+    ListTopics, NewCommunity, NewPost, NewTopic, PostSort, Search, SearchKind, SearchPage, Store, StoreError,
+    TimeWindow, TopicSort,
+};
 
 fn body(s: &str) -> Body {
     Body::parse(s).expect("body")
@@ -26,6 +30,21 @@ fn reply(topic_id: i64, parent_id: Option<i64>, text: &str) -> NewPost {
 
 fn listing(community: Option<&str>, sort: TopicSort, limit: usize) -> ListTopics {
     ListTopics { community: community.map(str::to_owned), sort, after: None, limit }
+}
+
+fn search(text: &str, kind: SearchKind, community: Option<&str>) -> Search {
+    Search { text: text.into(), kind, community: community.map(str::to_owned), offset: 0, limit: 10 }
+}
+
+/// The ids of what a search found, topics or posts.
+fn hit_ids(page: SearchPage) -> Vec<i64> {
+    page.hits
+        .into_iter()
+        .map(|h| match h {
+            SearchHit::Topic { topic, .. } => topic.id,
+            SearchHit::Post { post, .. } => post.id,
+        })
+        .collect()
 }
 
 /// A small forum's life, checking what every call returns.
@@ -93,7 +112,9 @@ pub async fn story<S: Store>(store: &S) {
         (Some("Which SD card?"), Some("https://example.org/cards"))
     );
     assert_eq!((cards.score, cards.post_count, cards.deleted, cards.edited_at), (0, 0, false, None));
+    assert_eq!(cards.body_html.as_deref(), Some("<p>Which SD card?</p>\n"), "rendered when written");
     let cases = store.create_topic(&carol, new_topic("raspi", "Cases", None)).await.expect("topic");
+    assert_eq!(cases.body_html, None, "no body, no HTML");
     let blink = store.create_topic(&carol, new_topic("arduino", "Blink", None)).await.expect("topic");
     let lost = store.create_topic(&carol, new_topic("nowhere", "Lost", None)).await;
     assert!(matches!(lost, Err(StoreError::NotFound(_))), "{lost:?}");
@@ -105,6 +126,7 @@ pub async fn story<S: Store>(store: &S) {
         (p1.topic_id, p1.parent_id, p1.author.as_deref(), p1.body.as_str()),
         (cards.id, None, Some("carol"), "SanDisk.")
     );
+    assert_eq!(p1.body_html, "<p>SanDisk.</p>\n");
     let p2 = store.create_post(&bob, reply(cards.id, Some(p1.id), "Which one?")).await.expect("post");
     assert_eq!(p2.parent_id, Some(p1.id));
     let p3 = store.create_post(&alice, reply(cards.id, Some(p2.id), "Extreme.")).await.expect("post");
@@ -220,6 +242,30 @@ pub async fn story<S: Store>(store: &S) {
     assert!(matches!(late, Err(StoreError::Invalid(_))), "{late:?}");
     assert!(matches!(store.vote(&bob, VoteTarget::Topic(cases.id), 1).await, Err(StoreError::Invalid(_))));
     assert!(matches!(store.edit_topic(&carol, cases.id, None).await, Err(StoreError::NotFound(_))));
+
+    // Edits store the new HTML; deletes drop it with the source.
+    let (topic, posts) = store.topic_with_posts(cards.id, PostSort::Old).await.expect("read");
+    assert_eq!(topic.body_html.as_deref(), Some("<p>Which microSD card?</p>\n"));
+    assert_eq!(posts[0].body_html, "<p>[link removed]</p>\n");
+    assert_eq!((posts[1].body_html.as_str(), posts[2].body_html.as_str()), ("", "<p>Extreme.</p>\n"));
+
+    // Search: what the public may read, by its current words.
+    let found = |text: &'static str, kind| async move {
+        hit_ids(store.search(search(text, kind, None)).await.expect("search"))
+    };
+    assert_eq!(found("microsd", SearchKind::Topics).await, [cards.id]);
+    assert_eq!(found("microsd card", SearchKind::Topics).await, [cards.id]);
+    assert_eq!(found("extreme", SearchKind::Posts).await, [p3.id]);
+    assert_eq!(found("blinks", SearchKind::Posts).await, [elsewhere.id]);
+    assert!(found("sandisk", SearchKind::Posts).await.is_empty(), "edited away");
+    assert!(found("exactly", SearchKind::Posts).await.is_empty(), "deleted");
+    assert!(found("cases", SearchKind::Topics).await.is_empty(), "deleted");
+    assert!(found("extreme", SearchKind::Topics).await.is_empty(), "topics do not include replies");
+    assert!(found("\"* NEAR( -", SearchKind::Topics).await.is_empty(), "no words, no hits, no error");
+    let elsewhere_only = store.search(search("blinks", SearchKind::Posts, Some("raspi"))).await.expect("search");
+    assert!(elsewhere_only.hits.is_empty());
+    let nowhere = store.search(search("x", SearchKind::Topics, Some("nowhere"))).await;
+    assert!(matches!(nowhere, Err(StoreError::NotFound(_))), "{nowhere:?}");
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ use crate::store::StoreError;
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0001_core.sql"),
     include_str!("../../../migrations/sqlite/0002_moderation.sql"),
+    include_str!("../../../migrations/sqlite/0003_rendered_and_search.sql"),
 ];
 
 /// Which job a connection does; each gets different pragmas.
@@ -112,8 +113,15 @@ fn writable(path: &Path) -> std::io::Result<()> {
     if unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
 }
 
-/// Brings the schema up to date; run on the writer connection before serving.
+/// Brings the schema up to date, then renders any body stored without its
+/// HTML (see `backfill`); run on the writer connection before serving.
 pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    migrate_schema(conn)?;
+    super::backfill::render_missing(conn)
+}
+
+/// Applies the SQL migrations not yet applied.
+fn migrate_schema(conn: &mut Connection) -> Result<(), StoreError> {
     let version: usize = conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0)).map_err(map_err)? as usize;
     if version > MIGRATIONS.len() {
         return Err(StoreError::Internal(format!(

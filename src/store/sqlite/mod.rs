@@ -1,14 +1,16 @@
 //! The embedded SQLite backend: one writer thread with group commit
 //! (`writer`), a pool of reader threads (`readers`), a background
-//! checkpointer (`checkpoint`), and the SQL itself (`reads`, `writes`).
-//! docs/STORAGE.md explains the durability choices.
+//! checkpointer (`checkpoint`), and the SQL itself (`reads`, `writes`,
+//! `search`). docs/STORAGE.md explains the durability choices.
 
+mod backfill;
 mod checkpoint;
 pub mod conn;
 pub mod moderation;
 mod readers;
 pub mod reads;
 pub mod reports;
+pub mod search;
 pub mod site;
 mod writer;
 pub mod writes;
@@ -22,7 +24,7 @@ use crate::model::{
 };
 use crate::store::{
     ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic, PostSort, ReportPage,
-    Store, StoreError, StoreResult, TopicPage,
+    Search, SearchPage, Store, StoreError, StoreResult, TopicPage, html,
 };
 
 use checkpoint::Checkpointer;
@@ -168,14 +170,30 @@ impl Store for SqliteStore {
         self.readers.read(move |c| reads::topic_with_posts(c, id, sort)).await
     }
 
+    // Writes that store a body render it here, before queueing for the
+    // single writer thread, so no write waits behind another's rendering.
+
     async fn create_topic(&self, author: &User, new: NewTopic) -> StoreResult<Topic> {
+        let html = match &new.body {
+            Some(body) => Some(html::render(body).await?),
+            None => None,
+        };
         let (author, now) = (author.clone(), Timestamp::now());
-        self.writer.write(move |c| writes::create_topic(c, &author, &new, now)).await
+        self.writer.write(move |c| writes::create_topic(c, &author, &new, html.as_deref(), now)).await
     }
 
     async fn edit_topic(&self, actor: &User, id: i64, body: Option<Body>) -> StoreResult<Topic> {
+        let body = match body {
+            Some(body) => Some((html::render(&body).await?, body)),
+            None => None,
+        };
         let (actor, now) = (actor.clone(), Timestamp::now());
-        self.writer.write(move |c| writes::edit_topic(c, &actor, id, body.as_ref().map(|b| b.as_str()), now)).await
+        self.writer
+            .write(move |c| {
+                let body = body.as_ref().map(|(html, source)| (source.as_str(), html.as_str()));
+                writes::edit_topic(c, &actor, id, body, now)
+            })
+            .await
     }
 
     async fn delete_topic(&self, actor: &User, id: i64) -> StoreResult<()> {
@@ -184,18 +202,24 @@ impl Store for SqliteStore {
     }
 
     async fn create_post(&self, author: &User, new: NewPost) -> StoreResult<Post> {
+        let html = html::render(&new.body).await?;
         let (author, now) = (author.clone(), Timestamp::now());
-        self.writer.write(move |c| writes::create_post(c, &author, &new, now)).await
+        self.writer.write(move |c| writes::create_post(c, &author, &new, &html, now)).await
     }
 
     async fn edit_post(&self, actor: &User, id: i64, body: Body) -> StoreResult<Post> {
+        let html = html::render(&body).await?;
         let (actor, now) = (actor.clone(), Timestamp::now());
-        self.writer.write(move |c| writes::edit_post(c, &actor, id, body.as_str(), now)).await
+        self.writer.write(move |c| writes::edit_post(c, &actor, id, body.as_str(), &html, now)).await
     }
 
     async fn delete_post(&self, actor: &User, id: i64) -> StoreResult<i64> {
         let actor = actor.clone();
         self.writer.write(move |c| writes::delete_post(c, &actor, id)).await
+    }
+
+    async fn search(&self, q: Search) -> StoreResult<SearchPage> {
+        self.readers.read(move |c| search::search(c, &q)).await
     }
 
     async fn vote(&self, voter: &User, target: VoteTarget, value: i8) -> StoreResult<VoteOutcome> {

@@ -13,18 +13,24 @@ pub fn user_row(r: &Row<'_>) -> rusqlite::Result<User> {
 }
 
 pub const TOPIC_COLS: &str = "t.id, c.name, u.name, t.title, t.body, t.url, t.created_at, t.edited_at, \
-     t.deleted, t.score, t.post_count, t.hot, t.community_id, t.author_id, t.removed, t.locked";
+     t.deleted, t.score, t.post_count, t.hot, t.community_id, t.author_id, t.removed, t.locked, t.body_html";
 pub const TOPIC_FROM: &str =
     "FROM topics t JOIN communities c ON c.id = t.community_id JOIN users u ON u.id = t.author_id";
 
 pub fn topic_row(r: &Row<'_>) -> rusqlite::Result<Topic> {
     let deleted: bool = r.get(8)?;
+    let body: Option<String> = if deleted { None } else { r.get(4)? };
+    let body_html = match &body {
+        Some(source) => Some(stored_html(r.get(16)?, source)),
+        None => None,
+    };
     Ok(Topic {
         id: r.get(0)?,
         community: r.get(1)?,
         author: if deleted { None } else { Some(r.get(2)?) },
         title: r.get(3)?,
-        body: if deleted { None } else { r.get(4)? },
+        body,
+        body_html,
         url: if deleted { None } else { r.get(5)? },
         created_at: Timestamp(r.get(6)?),
         edited_at: r.get::<_, Option<i64>>(7)?.map(Timestamp),
@@ -38,17 +44,21 @@ pub fn topic_row(r: &Row<'_>) -> rusqlite::Result<Topic> {
     })
 }
 
-pub const POST_COLS: &str = "p.id, p.topic_id, p.parent_id, u.name, p.body, p.created_at, p.edited_at, p.deleted, p.score, p.author_id, p.removed";
+pub const POST_COLS: &str = "p.id, p.topic_id, p.parent_id, u.name, p.body, p.created_at, p.edited_at, p.deleted, \
+     p.score, p.author_id, p.removed, p.body_html";
 pub const POST_FROM: &str = "FROM posts p JOIN users u ON u.id = p.author_id";
 
 pub fn post_row(r: &Row<'_>) -> rusqlite::Result<Post> {
     let deleted: bool = r.get(7)?;
+    let body: String = if deleted { String::new() } else { r.get(4)? };
+    let body_html = if deleted { String::new() } else { stored_html(r.get(11)?, &body) };
     Ok(Post {
         id: r.get(0)?,
         topic_id: r.get(1)?,
         parent_id: r.get(2)?,
         author: if deleted { None } else { Some(r.get(3)?) },
-        body: if deleted { String::new() } else { r.get(4)? },
+        body,
+        body_html,
         created_at: Timestamp(r.get(5)?),
         edited_at: r.get::<_, Option<i64>>(6)?.map(Timestamp),
         deleted,
@@ -57,6 +67,14 @@ pub fn post_row(r: &Row<'_>) -> rusqlite::Result<Post> {
         author_id: r.get(9)?,
         notify: None,
     })
+}
+
+/// The stored HTML of `source`. Every row has it once the store has
+/// opened the database (`backfill`); rendering here covers only a row
+/// written without it behind the store's back since, so that no reader
+/// ever shows unrendered or unsanitized text.
+fn stored_html(html: Option<String>, source: &str) -> String {
+    html.unwrap_or_else(|| crate::markdown::render(source))
 }
 
 pub fn topic(conn: &Connection, id: i64) -> StoreResult<Topic> {

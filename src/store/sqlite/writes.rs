@@ -70,12 +70,20 @@ pub fn create_community(
     }
 }
 
-pub fn create_topic(conn: &Connection, author: &User, new: &NewTopic, now: Timestamp) -> StoreResult<Topic> {
+/// `html` is the body rendered (`None` without a body); the caller renders
+/// it before the write reaches this thread.
+pub fn create_topic(
+    conn: &Connection,
+    author: &User,
+    new: &NewTopic,
+    html: Option<&str>,
+    now: Timestamp,
+) -> StoreResult<Topic> {
     let community_id = reads::community_id(conn, new.community.as_str())?;
     check_ban(conn, author, Some(community_id), now)?;
     conn.prepare_cached(
-        "INSERT INTO topics (community_id, author_id, title, body, url, created_at, hot) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO topics (community_id, author_id, title, body, body_html, url, created_at, hot) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -83,6 +91,7 @@ pub fn create_topic(conn: &Connection, author: &User, new: &NewTopic, now: Times
             author.id,
             new.title.as_str(),
             new.body.as_ref().map(|b| b.as_str()),
+            html,
             new.url.as_ref().map(|u| u.as_str()),
             now.0,
             hot_rank(0, now.0)
@@ -131,23 +140,32 @@ fn check_owner(conn: &Connection, table: &'static str, id: i64, actor: &User, ch
     }
 }
 
-pub fn edit_topic(conn: &Connection, actor: &User, id: i64, body: Option<&str>, now: Timestamp) -> StoreResult<Topic> {
+/// `body` is the source and its rendered HTML, `None` to clear it.
+pub fn edit_topic(
+    conn: &Connection,
+    actor: &User,
+    id: i64,
+    body: Option<(&str, &str)>,
+    now: Timestamp,
+) -> StoreResult<Topic> {
     check_owner(conn, "topics", id, actor, Change::Edit(now))?;
-    conn.prepare_cached("UPDATE topics SET body = ?1, edited_at = ?2 WHERE id = ?3")
-        .and_then(|mut s| s.execute(params![body, now.0, id]))
+    let (source, html) = body.unzip();
+    conn.prepare_cached("UPDATE topics SET body = ?1, body_html = ?2, edited_at = ?3 WHERE id = ?4")
+        .and_then(|mut s| s.execute(params![source, html, now.0, id]))
         .map_err(map_err)?;
     reads::topic(conn, id)
 }
 
 pub fn delete_topic(conn: &Connection, actor: &User, id: i64) -> StoreResult<()> {
     check_owner(conn, "topics", id, actor, Change::Delete)?;
-    conn.prepare_cached("UPDATE topics SET deleted = 1, body = NULL, url = NULL WHERE id = ?1")
+    conn.prepare_cached("UPDATE topics SET deleted = 1, body = NULL, body_html = NULL, url = NULL WHERE id = ?1")
         .and_then(|mut s| s.execute([id]))
         .map_err(map_err)?;
     Ok(())
 }
 
-pub fn create_post(conn: &Connection, author: &User, new: &NewPost, now: Timestamp) -> StoreResult<Post> {
+/// `html` is `new.body` rendered, before the write reached this thread.
+pub fn create_post(conn: &Connection, author: &User, new: &NewPost, html: &str, now: Timestamp) -> StoreResult<Post> {
     let topic: Option<(bool, bool, bool, i64, i64)> = conn
         .prepare_cached("SELECT deleted, removed, locked, author_id, community_id FROM topics WHERE id = ?1")
         .and_then(|mut s| {
@@ -185,9 +203,10 @@ pub fn create_post(conn: &Connection, author: &User, new: &NewPost, now: Timesta
         }
     }
     conn.prepare_cached(
-        "INSERT INTO posts (topic_id, parent_id, author_id, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO posts (topic_id, parent_id, author_id, body, body_html, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )
-    .and_then(|mut s| s.execute(params![new.topic_id, new.parent_id, author.id, new.body.as_str(), now.0]))
+    .and_then(|mut s| s.execute(params![new.topic_id, new.parent_id, author.id, new.body.as_str(), html, now.0]))
     .map_err(map_err)?;
     let id = conn.last_insert_rowid();
     conn.prepare_cached("UPDATE topics SET post_count = post_count + 1 WHERE id = ?1")
@@ -199,6 +218,7 @@ pub fn create_post(conn: &Connection, author: &User, new: &NewPost, now: Timesta
         parent_id: new.parent_id,
         author: Some(author.name.clone()),
         body: new.body.as_str().to_owned(),
+        body_html: html.to_owned(),
         created_at: now,
         edited_at: None,
         deleted: false,
@@ -216,17 +236,24 @@ pub fn post(conn: &Connection, id: i64) -> StoreResult<Post> {
         .ok_or(StoreError::NotFound("post"))
 }
 
-pub fn edit_post(conn: &Connection, actor: &User, id: i64, body: &str, now: Timestamp) -> StoreResult<Post> {
+pub fn edit_post(
+    conn: &Connection,
+    actor: &User,
+    id: i64,
+    body: &str,
+    html: &str,
+    now: Timestamp,
+) -> StoreResult<Post> {
     check_owner(conn, "posts", id, actor, Change::Edit(now))?;
-    conn.prepare_cached("UPDATE posts SET body = ?1, edited_at = ?2 WHERE id = ?3")
-        .and_then(|mut s| s.execute(params![body, now.0, id]))
+    conn.prepare_cached("UPDATE posts SET body = ?1, body_html = ?2, edited_at = ?3 WHERE id = ?4")
+        .and_then(|mut s| s.execute(params![body, html, now.0, id]))
         .map_err(map_err)?;
     post(conn, id)
 }
 
 pub fn delete_post(conn: &Connection, actor: &User, id: i64) -> StoreResult<i64> {
     check_owner(conn, "posts", id, actor, Change::Delete)?;
-    conn.prepare_cached("UPDATE posts SET deleted = 1, body = '' WHERE id = ?1")
+    conn.prepare_cached("UPDATE posts SET deleted = 1, body = '', body_html = '' WHERE id = ?1")
         .and_then(|mut s| s.execute([id]))
         .map_err(map_err)?;
     Ok(post(conn, id)?.topic_id)

@@ -181,6 +181,11 @@ pub struct RateConfig {
     #[arg(long = "limit-register-ip", env = "PITH_LIMIT_REGISTER_IP", default_value = "5/1h", value_parser = Rate::parse)]
     pub register_ip: Rate,
 
+    /// Searches per client address: a search of a common word costs a reader
+    /// thread ~100 ms on a large forum, so it is rationed like a write.
+    #[arg(long = "limit-search-ip", env = "PITH_LIMIT_SEARCH_IP", default_value = "60/1m", value_parser = Rate::parse)]
+    pub search_ip: Rate,
+
     /// Login attempts per account name (brute-force defence).
     #[arg(long = "limit-login-user", env = "PITH_LIMIT_LOGIN_USER", default_value = "10/15m", value_parser = Rate::parse)]
     pub login_user: Rate,
@@ -214,6 +219,7 @@ impl Default for RateConfig {
             vote_user: rate("60/1m"),
             vote_ip: rate("180/1m"),
             register_ip: rate("5/1h"),
+            search_ip: rate("60/1m"),
             login_user: rate("10/15m"),
             login_ip: rate("30/15m"),
             real_ip_header: None,

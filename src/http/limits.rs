@@ -28,6 +28,7 @@ pub enum Action {
     Vote,
     Register,
     Login,
+    Search,
 }
 
 impl Action {
@@ -37,6 +38,7 @@ impl Action {
             Action::Vote => "votes",
             Action::Register => "registrations",
             Action::Login => "login attempts",
+            Action::Search => "searches",
         }
     }
 }
@@ -60,6 +62,7 @@ pub struct RateLimits {
     vote_user: Limiter<i64>,
     vote_ip: Limiter<IpAddr>,
     register_ip: Limiter<IpAddr>,
+    search_ip: Limiter<IpAddr>,
     login_user: Limiter<String>,
     login_ip: Limiter<IpAddr>,
     checks: AtomicU64,
@@ -89,6 +92,7 @@ impl RateLimits {
             vote_user: Limiter::keyed(quota(cfg.vote_user)),
             vote_ip: Limiter::keyed(quota(cfg.vote_ip)),
             register_ip: Limiter::keyed(quota(cfg.register_ip)),
+            search_ip: Limiter::keyed(quota(cfg.search_ip)),
             login_user: Limiter::keyed(quota(cfg.login_user)),
             login_ip: Limiter::keyed(quota(cfg.login_ip)),
             checks: AtomicU64::new(0),
@@ -110,6 +114,7 @@ impl RateLimits {
             (Action::Post, who) => wait(&self.post_ip, &ip).or_else(|| by_user(&self.post_user, who)),
             (Action::Vote, who) => wait(&self.vote_ip, &ip).or_else(|| by_user(&self.vote_user, who)),
             (Action::Register, _) => wait(&self.register_ip, &ip),
+            (Action::Search, _) => wait(&self.search_ip, &ip),
             (Action::Login, Who::Name(name)) => {
                 wait(&self.login_ip, &ip).or_else(|| wait(&self.login_user, &name.to_lowercase()))
             }
@@ -127,6 +132,7 @@ impl RateLimits {
         self.vote_user.retain_recent();
         self.vote_ip.retain_recent();
         self.register_ip.retain_recent();
+        self.search_ip.retain_recent();
         self.login_user.retain_recent();
         self.login_ip.retain_recent();
     }

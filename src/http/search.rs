@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::extract::Query;
+use super::limits::{Action, ClientIp, Who};
 use crate::error::{AppError, AppResult};
 use crate::model::SearchHit;
 use crate::store::search::{MAX_OFFSET, MAX_QUERY_CHARS};
@@ -60,8 +61,13 @@ pub fn parse_search(q: SearchQuery) -> AppResult<Search> {
     Ok(Search { text, kind, community, offset, limit })
 }
 
-async fn search<S: Store>(State(state): State<AppState<S>>, Query(q): Query<SearchQuery>) -> AppResult<Response> {
+async fn search<S: Store>(
+    State(state): State<AppState<S>>,
+    ip: ClientIp,
+    Query(q): Query<SearchQuery>,
+) -> AppResult<Response> {
     let q = parse_search(q)?;
+    state.limits.check(Action::Search, ip, Who::Nobody)?;
     // A name no community could have: answered without a lookup.
     if q.community.as_deref().is_some_and(|c| c.len() > 64) {
         return Err(AppError::not_found("community"));

@@ -11,6 +11,7 @@ use super::view::{PostView, Time, TopicRow};
 use super::{Ctx, Session, error_page};
 use crate::error::{AppError, AppResult};
 use crate::http::AppState;
+use crate::http::limits::{Action, ClientIp, Who};
 use crate::model::{Community, Post, SearchHit, Topic};
 use crate::store::search::MAX_QUERY_CHARS;
 use crate::store::{Cursor, ListTopics, Search, SearchKind, Store, TimeWindow, TopicSort};
@@ -272,6 +273,7 @@ pub async fn search<S: Store>(
     State(state): State<AppState<S>>,
     session: Session,
     uri: Uri,
+    ip: ClientIp,
     Query(p): Query<SearchParams>,
 ) -> Response {
     let mut ctx = Ctx::new(&session, &uri);
@@ -279,6 +281,10 @@ pub async fn search<S: Store>(
     let hits = if query.is_empty() {
         SearchHits { topics: Vec::new(), posts: Vec::new() }
     } else {
+        // The page shares the API's search budget.
+        if let Err(e) = state.limits.check(Action::Search, ip, Who::Nobody) {
+            return error_page(&ctx, e);
+        }
         match find(&state, &query).await {
             Ok(h) => h,
             Err(e) => return error_page(&ctx, e),

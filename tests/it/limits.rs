@@ -225,3 +225,22 @@ async fn a_bad_limit_setting_is_a_readable_error() {
         assert!(err.contains(flag) && err.contains("rate"), "{flag} {value}: {err}");
     }
 }
+
+#[tokio::test]
+async fn searching_is_limited_per_address_across_api_and_pages() {
+    let app = spawn_app_limited(&RateConfig { search_ip: rate("3/1h"), ..RateConfig::default() }).await;
+    let from = client_from(70);
+    let api = fetch(from.get(app.url("/api/v1/search?q=pi"))).await;
+    assert_eq!(api.status, 200, "{:?}", api.json());
+    let page = fetch(from.get(app.url("/search?q=pi"))).await;
+    assert_eq!(page.status, 200);
+    assert_eq!(fetch(from.get(app.url("/api/v1/search?q=zero"))).await.status, 200);
+    // The fourth search, by API or page, is refused.
+    assert_limited("fourth search", &fetch(from.get(app.url("/api/v1/search?q=pi"))).await, 1200);
+    let page = fetch(from.get(app.url("/search?q=pi"))).await;
+    assert_eq!(page.status, 429, "the page shares the budget");
+    assert!(page.header("retry-after").is_some(), "the page says when to come back");
+    // An empty query costs nothing on the page, and another address searches.
+    assert_eq!(fetch(from.get(app.url("/search?q="))).await.status, 200);
+    assert_eq!(fetch(client_from(71).get(app.url("/api/v1/search?q=pi"))).await.status, 200);
+}

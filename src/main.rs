@@ -6,10 +6,7 @@ use pith::config::{Cli, Command, UserCommand};
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("PITH_LOG").unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .init();
+    pith::logging::init(&cli.log);
     let result = match cli.command {
         Command::Serve(cfg) => pith::serve::main(cfg),
         Command::Seed(cfg) => pith::seed::main(cfg),

@@ -54,6 +54,7 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
         real_ip_header = rate.real_ip_header.as_deref().unwrap_or("(none: the socket's peer)"),
         "rate limits"
     );
+    crate::metrics::serve::log_settings(&cfg.metrics);
     let opts = SqliteOptions {
         readers: cfg.readers,
         max_batch: cfg.max_batch,
@@ -68,6 +69,7 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     tracing::info!(addr = %listener.local_addr()?, "serving");
     let state = AppState::with_config(store, cfg.cache_mb << 20, &cfg.live, &cfg.rate);
     state.web.set_secure_cookies(cfg.secure_cookies);
+    let metrics_listener = crate::metrics::serve::start(&cfg.metrics, &state).await?;
     let limits = http::server::ConnLimits {
         max_connections: cfg.max_connections.max(1),
         header_timeout: Duration::from_secs(cfg.header_timeout_secs.max(1)),
@@ -76,6 +78,9 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     };
     http::run_with_limits(listener, state, Duration::from_secs(cfg.request_timeout_secs), limits, shutdown_signal())
         .await?;
+    if let Some(task) = metrics_listener {
+        task.abort();
+    }
     tracing::info!("stopped cleanly");
     Ok(())
 }

@@ -15,6 +15,8 @@
 //! - `search`: full-text search, and the HTML stored with every body.
 //! - `fuzz_regressions`: saved fuzz inputs through the fuzz targets' checks.
 //! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
+//! - `metrics`: `/metrics` in the Prometheus text format, its settings;
+//!   `logging`: JSON logs with request ids from the real binary.
 
 mod accounts;
 mod api;
@@ -34,9 +36,12 @@ mod hygiene;
 mod limits;
 mod listings;
 mod live;
+mod logging;
+mod metrics;
 mod moderation;
 mod openapi;
 mod pages;
+mod prom;
 mod search;
 mod seeding;
 mod store;

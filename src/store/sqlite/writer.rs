@@ -117,6 +117,8 @@ pub struct WalBound {
     /// writer's TRUNCATE kept losing to the checkpointer's PASSIVE and the
     /// WAL grew. Taking turns on this lock makes the writer wait instead.
     pub lock: std::sync::Arc<std::sync::Mutex<()>>,
+    /// Where the writer records its batches, commits and checkpoints.
+    pub metrics: crate::metrics::StoreMetrics,
 }
 
 impl WalBound {
@@ -129,7 +131,9 @@ impl WalBound {
             return;
         }
         let _turn = self.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let started = std::time::Instant::now();
         let r = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0));
+        self.metrics.checkpoint("TRUNCATE", "writer", started.elapsed());
         match r {
             Ok(0) => tracing::debug!(size, "WAL over its limit: truncated by the writer"),
             Ok(_) => tracing::debug!(size, "WAL over its limit: readers kept the checkpoint from finishing"),
@@ -157,7 +161,9 @@ fn run(conn: Connection, rx: Receiver<Msg>, max_batch: usize, wal: WalBound) {
             }
         }
         if !batch.is_empty() {
+            let (writes, started) = (batch.len(), std::time::Instant::now());
             commit_batch(&conn, &mut batch);
+            wal.metrics.commit(writes, started.elapsed());
             wal.enforce(&conn);
         }
     }

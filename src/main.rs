@@ -7,6 +7,9 @@ use pith::config::{Cli, Command, UserCommand};
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     pith::logging::init(&cli.log);
+    if matches!(cli.command, Command::Serve(_)) {
+        pith::logging::log_settings(&cli.log);
+    }
     let result = match cli.command {
         Command::Serve(cfg) => pith::serve::main(cfg),
         Command::Seed(cfg) => pith::seed::main(cfg),

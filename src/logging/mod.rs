@@ -32,15 +32,30 @@ fn parse_level(s: &str) -> Result<tracing::Level, String> {
 }
 
 impl LogConfig {
-    /// The filter: PITH_LOG when it is set and valid, else the level.
+    /// The filter: PITH_LOG when it is set, not empty and valid, else the level.
     pub fn filter(&self) -> EnvFilter {
-        EnvFilter::try_from_env("PITH_LOG").unwrap_or_else(|_| EnvFilter::new(self.log_level.as_str()))
+        std::env::var("PITH_LOG")
+            .ok()
+            .filter(|f| !f.trim().is_empty())
+            .and_then(|f| EnvFilter::try_new(f).ok())
+            .unwrap_or_else(|| EnvFilter::new(self.log_level.as_str()))
     }
+}
+
+/// For `pith serve`'s start-up lines.
+pub fn log_settings(cfg: &LogConfig) {
+    let pith_log = std::env::var("PITH_LOG").unwrap_or_default();
+    tracing::info!(log_level = %cfg.log_level, log_format = ?cfg.log_format, pith_log, "logging");
 }
 
 /// Installs the global subscriber, writing to stderr.
 pub fn init(cfg: &LogConfig) {
-    let builder = tracing_subscriber::fmt().with_env_filter(cfg.filter()).with_writer(std::io::stderr);
+    use std::io::IsTerminal;
+    // Colour codes only for a terminal, not for log files and collectors.
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(cfg.filter())
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     match cfg.log_format {
         LogFormat::Human => builder.init(),
         // The current span's fields (the request id) sit at the top level

@@ -17,7 +17,7 @@ const MAX_LEN: usize = 64;
 /// debug level (route, status, time).
 pub async fn layer(req: Request, next: Next) -> Response {
     let id = req.headers().get(&HEADER).filter(|v| is_sane(v.as_bytes())).cloned().unwrap_or_else(fresh);
-    let span = tracing::info_span!("request", request_id = id.to_str().unwrap_or(""));
+    let span = tracing::info_span!("request", request_id = %id.to_str().unwrap_or(""));
     let started = std::time::Instant::now();
     // Copied only when the line will be written: this runs on every request.
     let what = tracing::enabled!(tracing::Level::DEBUG).then(|| (req.method().clone(), req.uri().path().to_owned()));

@@ -56,20 +56,67 @@ async fn metrics_parse_as_prometheus_text_and_cover_every_group() {
     app.stop().await;
 }
 
-#[tokio::test]
-async fn the_checkpointer_records_its_checkpoints() {
-    let app = spawn_app().await;
+/// Scrapes until the checkpointer has recorded a checkpoint; returns the
+/// families then declared.
+async fn scrape_after_a_checkpoint(app: &TestApp) -> std::collections::HashMap<String, String> {
     let labels = [("mode", "PASSIVE"), ("by", "checkpointer")];
     // It runs once a second; a few seconds is plenty even on a busy machine.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         let (samples, types) = scrape_url(&app.url("/metrics")).await;
         if value(&samples, "pith_checkpoint_duration_seconds_count", &labels) >= 1.0 {
-            assert_eq!(types["pith_checkpoint_duration_seconds"], "histogram");
-            break;
+            return types;
         }
         assert!(std::time::Instant::now() < deadline, "no checkpoint was recorded in 10 s");
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_checkpointer_records_its_checkpoints() {
+    let app = spawn_app().await;
+    let types = scrape_after_a_checkpoint(&app).await;
+    assert_eq!(types["pith_checkpoint_duration_seconds"], "histogram");
+    app.stop().await;
+}
+
+/// The dashboard and the reference name only metrics the server exposes,
+/// and the reference names all of them.
+#[tokio::test]
+async fn the_dashboard_and_the_docs_use_the_exposed_metric_names() {
+    let app = spawn_app().await;
+    app.community("rust").await;
+    let topic = app.topic("rust", &app.admin_token, "Dashboard").await;
+    app.read_topic(topic, "best").await;
+    let types = scrape_after_a_checkpoint(&app).await;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dashboard = std::fs::read_to_string(root.join("docs/grafana/pith.json")).expect("dashboard");
+    let dashboard: serde_json::Value = serde_json::from_str(&dashboard).expect("the dashboard is JSON");
+    let exprs: Vec<String> = dashboard["panels"]
+        .as_array()
+        .expect("panels")
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .map(|t| t["expr"].as_str().expect("expr").to_owned())
+        .collect();
+    assert!(exprs.len() >= 10, "a panel for each group");
+    let family = |name: &str| {
+        ["_total", "_bucket", "_count", "_sum", "_info"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s).filter(|f| types.contains_key(*f)))
+            .unwrap_or(name)
+            .to_owned()
+    };
+    for expr in &exprs {
+        for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if word.starts_with("pith_") || word.starts_with("process_") {
+                assert!(types.contains_key(&family(word)), "{word} in the dashboard is not exposed");
+            }
+        }
+    }
+    let docs = std::fs::read_to_string(root.join("docs/METRICS.md")).expect("METRICS.md");
+    for name in types.keys() {
+        assert!(docs.contains(name.as_str()), "{name} is not in docs/METRICS.md");
     }
     app.stop().await;
 }
@@ -86,6 +133,8 @@ async fn request_counters_move_under_the_route_template_never_the_raw_path() {
     }
     let (status, _) = app.get("/no/such/route").await;
     assert_eq!(status, 404);
+    let (status, _) = app.delete("/healthz", None).await;
+    assert_eq!(status, 405);
     let after = scrape(&app).await;
 
     assert_eq!(requests(&after, route, "GET", "2xx") - requests(&before, route, "GET", "2xx"), 3.0);
@@ -95,6 +144,8 @@ async fn request_counters_move_under_the_route_template_never_the_raw_path() {
     assert_eq!(count(&after) - count(&before), 3.0, "the latency histogram counts them too");
     let unmatched = |s: &[Sample]| requests(s, "unmatched", "GET", "4xx");
     assert_eq!(unmatched(&after) - unmatched(&before), 1.0);
+    let refused = |s: &[Sample]| requests(s, "unmatched", "DELETE", "4xx");
+    assert_eq!(refused(&after) - refused(&before), 1.0, "a 405 is answered by no route either");
     // The scrape before is counted under its own route.
     assert!(requests(&after, "/metrics", "GET", "2xx") >= 1.0);
     let raw = format!("/api/v1/topics/{topic}");

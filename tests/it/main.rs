@@ -16,7 +16,8 @@
 //! - `fuzz_regressions`: saved fuzz inputs through the fuzz targets' checks.
 //! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
 //! - `metrics`: `/metrics` in the Prometheus text format, its settings;
-//!   `logging`: JSON logs with request ids from the real binary.
+//!   `logging`: JSON logs with request ids from the real binary; `prom`: the
+//!   strict text-format parser the metrics tests use.
 
 mod accounts;
 mod api;

@@ -161,9 +161,7 @@ fn run(conn: Connection, rx: Receiver<Msg>, max_batch: usize, wal: WalBound) {
             }
         }
         if !batch.is_empty() {
-            let (writes, started) = (batch.len(), std::time::Instant::now());
-            commit_batch(&conn, &mut batch);
-            wal.metrics.commit(writes, started.elapsed());
+            timed_commit(&conn, &mut batch, &wal.metrics);
             wal.enforce(&conn);
         }
     }
@@ -172,7 +170,7 @@ fn run(conn: Connection, rx: Receiver<Msg>, max_batch: usize, wal: WalBound) {
         batch.push(job);
     }
     if !batch.is_empty() {
-        commit_batch(&conn, &mut batch);
+        timed_commit(&conn, &mut batch, &wal.metrics);
     }
     let _turn = wal.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
@@ -181,6 +179,13 @@ fn run(conn: Connection, rx: Receiver<Msg>, max_batch: usize, wal: WalBound) {
     if let Some(done) = stop {
         let _ = done.send(());
     }
+}
+
+/// `commit_batch`, recording the batch's size and time for `/metrics`.
+fn timed_commit(conn: &Connection, batch: &mut Vec<Job>, metrics: &crate::metrics::StoreMetrics) {
+    let (writes, started) = (batch.len(), std::time::Instant::now());
+    commit_batch(conn, batch);
+    metrics.commit(writes, started.elapsed());
 }
 
 fn commit_batch(conn: &Connection, batch: &mut Vec<Job>) {

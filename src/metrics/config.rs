@@ -13,7 +13,7 @@ pub enum Switch {
 #[derive(Debug, Clone, Args)]
 pub struct MetricsConfig {
     /// Serve Prometheus metrics at `/metrics` (docs/METRICS.md); "off" also
-    /// stops recording them.
+    /// leaves out the request middleware that records them.
     #[arg(long = "metrics", env = "PITH_METRICS", value_enum, default_value = "on")]
     pub metrics: Switch,
 

@@ -7,6 +7,7 @@ use anyhow::Context;
 
 use crate::config::ServeConfig;
 use crate::http::{self, AppState};
+use crate::store::Store;
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 
 pub fn main(cfg: ServeConfig) -> anyhow::Result<()> {
@@ -38,6 +39,13 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     let state = AppState::with_config(store, cfg.cache_mb << 20, &cfg.live, &cfg.rate);
     // Over TLS every cookie is Secure, whatever the flag says.
     state.web.set_secure_cookies(cfg.secure_cookies || tls.is_some());
+    if !state.store.has_admin().await? {
+        let link = setup_link(scheme, listener.local_addr()?, &state.web.setup.issue());
+        tracing::warn!(%link, "no administrator yet: open this one-time link to create one");
+        eprintln!(
+            "\nNo administrator yet. Create one at this one-time link (works until an admin exists):\n  {link}\n"
+        );
+    }
     let limits = http::server::ConnLimits {
         max_connections: cfg.max_connections.max(1),
         header_timeout: Duration::from_secs(cfg.header_timeout_secs.max(1)),
@@ -49,6 +57,17 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
         .await?;
     tracing::info!("stopped cleanly");
     Ok(())
+}
+
+/// `SCHEME://HOST:PORT/setup/TOKEN`; an unspecified listen address is
+/// shown as `localhost` (another machine uses the server's name instead).
+fn setup_link(scheme: &str, addr: std::net::SocketAddr, token: &str) -> String {
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() => "localhost".to_owned(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    format!("{scheme}://{host}:{}/setup/{token}", addr.port())
 }
 
 /// Resolves on SIGINT or SIGTERM.

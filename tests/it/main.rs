@@ -15,6 +15,9 @@
 //! - `search`: full-text search, and the HTML stored with every body.
 //! - `fuzz_regressions`: saved fuzz inputs through the fuzz targets' checks.
 //! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
+//! - `tls`: TLS 1.3, HTTP/2 by ALPN, wss, certificate reload on SIGHUP.
+//! - `config_file`: the config file, `pith config`, precedence.
+//! - `setup`: the first run's one-time admin link.
 
 mod accounts;
 mod api;
@@ -25,6 +28,7 @@ mod cache;
 mod child;
 mod communities;
 mod concurrency;
+mod config_file;
 mod crash;
 mod faults;
 mod fuzz_regressions;
@@ -39,5 +43,7 @@ mod openapi;
 mod pages;
 mod search;
 mod seeding;
+mod setup;
 mod store;
+mod tls;
 mod votes;

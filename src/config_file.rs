@@ -163,6 +163,8 @@ fn effective(sub: &Command, m: &ArgMatches, file: Option<&File>) -> Vec<Setting>
                 let joined = vals.map(|v| v.to_string_lossy().into_owned()).collect::<Vec<_>>().join(",");
                 mask(name, &joined)
             });
+            // The default file, when one was found, is the `config` in use.
+            let value = value.or_else(|| file.filter(|_| name == "config").map(|f| f.path.display().to_string()));
             let (source, from) = match m.value_source(id) {
                 Some(ValueSource::CommandLine) => ("flag", Some(format!("--{name}"))),
                 Some(ValueSource::EnvVariable) => ("env", arg.get_env().map(|v| v.to_string_lossy().into_owned())),

@@ -31,6 +31,7 @@ async fn flag_beats_env_beats_file_beats_default_in_pith_config() {
     assert_eq!(json["max-batch"], serde_json::json!({"value": "7", "source": "flag", "from": "--max-batch"}));
     assert_eq!(json["wal-limit-mb"], serde_json::json!({"value": "64", "source": "default", "from": null}));
     assert_eq!(json["tls-cert"]["value"], serde_json::Value::Null);
+    assert_eq!(json["config"]["value"], path, "the default file found in the data dir");
 }
 
 #[tokio::test]

@@ -57,6 +57,10 @@ impl Drop for TlsServer {
 
 impl TlsServer {
     pub async fn start(dir: &Path, trusted: &[&Cert]) -> TlsServer {
+        Self::start_with(dir, trusted, &[]).await
+    }
+
+    pub async fn start_with(dir: &Path, trusted: &[&Cert], extra: &[&str]) -> TlsServer {
         let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
         let log = dir.join("serve.log");
         let child = pith()
@@ -66,6 +70,7 @@ impl TlsServer {
             .arg(dir.join("cert.pem"))
             .arg("--tls-key")
             .arg(dir.join("key.pem"))
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log"))
@@ -254,4 +259,18 @@ async fn a_certificate_without_a_key_or_a_bad_file_stops_start_up_with_a_clear_e
     assert!(err.contains("--tls-key"), "{err}");
     let err = run(vec!["--tls-cert".into(), cert_path, "--tls-key".into(), dir.path().join("nope.pem").into()]);
     assert!(err.contains("nope.pem"), "{err}");
+}
+
+#[tokio::test]
+async fn a_client_that_never_finishes_its_handshake_is_dropped_after_the_header_timeout() {
+    use tokio::io::AsyncReadExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert = Cert::new();
+    cert.write(dir.path());
+    let server = TlsServer::start_with(dir.path(), &[&cert], &["--header-timeout-secs", "1"]).await;
+    let mut silent = TcpStream::connect(("127.0.0.1", server.port)).await.expect("connect");
+    let mut buf = [0u8; 64];
+    // Generous bound: the point is that the server hangs up at all.
+    let read = tokio::time::timeout(Duration::from_secs(15), silent.read(&mut buf)).await;
+    assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "the silent client was not dropped: {read:?}");
 }

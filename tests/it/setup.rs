@@ -70,3 +70,19 @@ async fn no_setup_link_once_an_admin_exists() {
     assert!(log.contains("serving"), "{log}");
     assert_eq!(link_in(&log), None, "{log}");
 }
+
+#[tokio::test]
+async fn the_store_creates_only_one_first_admin() {
+    use pith::model::Username;
+    use pith::store::sqlite::{SqliteOptions, SqliteStore};
+    use pith::store::{Store, StoreError};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(&dir.path().join("pith.db"), &SqliteOptions::default()).expect("open");
+    assert!(!store.has_admin().await.expect("has_admin"));
+    let first = store.create_first_admin(Username::parse("first").expect("name"), "x".into()).await.expect("first");
+    assert!(first.is_admin);
+    assert!(store.has_admin().await.expect("has_admin"));
+    let second = store.create_first_admin(Username::parse("second").expect("name"), "x".into()).await;
+    assert!(matches!(second, Err(StoreError::Conflict(_))), "{second:?}");
+    store.shutdown().await;
+}

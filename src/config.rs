@@ -39,6 +39,20 @@ pub enum Command {
     /// Replace the database with a backup (stop `pith serve` first; the
     /// replaced database is kept beside it).
     Restore(RestoreConfig),
+    /// Print the effective configuration of `pith serve` (same flags,
+    /// environment and config file): every setting, its value and where it
+    /// came from.
+    Config(ConfigShowConfig),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ConfigShowConfig {
+    /// Print JSON: `{"NAME": {"value", "source", "from"}}`.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub serve: ServeConfig,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -156,6 +170,42 @@ pub struct ServeConfig {
     /// `X-Forwarded-Proto: https`.
     #[arg(long, env = "PITH_SECURE_COOKIES", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub secure_cookies: bool,
+
+    /// TOML file of settings, keyed by the long flag names (`listen =
+    /// "0.0.0.0:8080"`, `cache-mb = 128`); flags and environment override
+    /// it. Default: `pith.toml` in the data dir, when it exists.
+    #[arg(long, env = "PITH_CONFIG")]
+    pub config: Option<PathBuf>,
+
+    /// PEM certificate chain (leaf first): serve HTTPS, TLS 1.3 with HTTP/2
+    /// and HTTP/1.1, instead of plain HTTP. Needs --tls-key. Reloaded on SIGHUP.
+    #[arg(long, env = "PITH_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key of --tls-cert (PKCS#8, PKCS#1 or SEC1). Reloaded on SIGHUP.
+    #[arg(long, env = "PITH_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Every setting with its value and source, filled in by
+    /// `config_file::parse` (empty when the struct is built in code).
+    #[arg(skip)]
+    pub effective: Vec<crate::config_file::Setting>,
+}
+
+impl ServeConfig {
+    /// The TLS files, when both are set; one without the other is an error.
+    pub fn tls_files(&self) -> anyhow::Result<Option<crate::http::tls::TlsFiles>> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Ok(Some(crate::http::tls::TlsFiles { cert: cert.clone(), key: key.clone() })),
+            (None, None) => Ok(None),
+            (Some(_), None) => anyhow::bail!(
+                "--tls-cert (PITH_TLS_CERT) is set but --tls-key (PITH_TLS_KEY) is not; give both or neither"
+            ),
+            (None, Some(_)) => anyhow::bail!(
+                "--tls-key (PITH_TLS_KEY) is set but --tls-cert (PITH_TLS_CERT) is not; give both or neither"
+            ),
+        }
+    }
 }
 
 /// Rate limits (docs/SECURITY.md): each is `COUNT/PERIOD`, a burst of COUNT

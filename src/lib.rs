@@ -2,6 +2,7 @@
 //!
 //! # Layout
 //! - `config`: the command line (clap), every setting with a default.
+//! - `config_file`: the TOML config file, and each setting's source.
 //! - `model`: domain types and validated input newtypes.
 //! - `store`: the `Store` trait and its SQLite backend (writer thread with
 //!   group commit, reader pool, checkpointer).
@@ -22,6 +23,7 @@ pub mod backup;
 pub mod bench;
 pub mod cache;
 pub mod config;
+pub mod config_file;
 pub mod error;
 pub mod http;
 pub mod live;

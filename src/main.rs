@@ -1,11 +1,17 @@
 //! The `pith` binary: parse the command line, start logging, dispatch.
 //! Everything else lives in the library so tests and `bench` reuse it.
 
-use clap::Parser;
-use pith::config::{Cli, Command, UserCommand};
+use pith::config::{Command, UserCommand};
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    // Flags, environment and the config file (see `config_file`).
+    let cli = match pith::config_file::parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            eprintln!("pith: {e:#}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     pith::logging::init(&cli.log);
     if matches!(cli.command, Command::Serve(_)) {
         pith::logging::log_settings(&cli.log);
@@ -18,6 +24,7 @@ fn main() -> std::process::ExitCode {
         Command::Bench(args) => pith::bench::main(args),
         Command::Backup(cfg) => pith::backup::backup(cfg),
         Command::Restore(cfg) => pith::backup::restore(cfg),
+        Command::Config(cfg) => pith::config_file::show(&cfg),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -7,6 +7,7 @@ use anyhow::Context;
 
 use crate::config::ServeConfig;
 use crate::http::{self, AppState};
+use crate::store::Store;
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 
 pub fn main(cfg: ServeConfig) -> anyhow::Result<()> {
@@ -15,46 +16,10 @@ pub fn main(cfg: ServeConfig) -> anyhow::Result<()> {
 
 pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     let path = cfg.data.sqlite_path()?;
-    tracing::info!(
-        listen = %cfg.listen,
-        data_dir = %cfg.data.data_dir.display(),
-        database = %path.display(),
-        readers = cfg.readers,
-        cache_mb = cfg.cache_mb,
-        max_batch = cfg.max_batch,
-        wal_limit_mb = cfg.wal_limit_mb,
-        request_timeout_secs = cfg.request_timeout_secs,
-        header_timeout_secs = cfg.header_timeout_secs,
-        max_header_kb = cfg.max_header_kb,
-        max_connections = cfg.max_connections,
-        secure_cookies = cfg.secure_cookies,
-        live_ping_interval = ?cfg.live.ping_interval,
-        live_max_sockets = cfg.live.max_sockets,
-        live_max_sockets_per_ip = cfg.live.max_sockets_per_ip,
-        live_max_subscriptions = cfg.live.max_subscriptions,
-        live_max_message_bytes = cfg.live.max_message_bytes,
-        live_max_pending_kb = cfg.live.max_pending_kb,
-        live_max_pending_total_mb = cfg.live.max_pending_total_mb,
-        live_send_buffer_kb = cfg.live.send_buffer_kb,
-        live_channel_capacity = cfg.live.channel_capacity,
-        live_max_channels = cfg.live.max_channels,
-        "starting pith {}",
-        env!("CARGO_PKG_VERSION")
-    );
-    let rate = &cfg.rate;
-    tracing::info!(
-        rate_limits = rate.enabled,
-        limit_post_user = %rate.post_user,
-        limit_post_ip = %rate.post_ip,
-        limit_vote_user = %rate.vote_user,
-        limit_vote_ip = %rate.vote_ip,
-        limit_register_ip = %rate.register_ip,
-        limit_login_user = %rate.login_user,
-        limit_login_ip = %rate.login_ip,
-        real_ip_header = rate.real_ip_header.as_deref().unwrap_or("(none: the socket's peer)"),
-        "rate limits"
-    );
-    crate::metrics::serve::log_settings(&cfg.metrics);
+    tracing::info!("starting pith {}", env!("CARGO_PKG_VERSION"));
+    crate::config_file::log(&cfg.effective);
+    // Loaded before anything else so a bad certificate stops start-up.
+    let tls = cfg.tls_files()?.map(crate::http::tls::Tls::new).transpose()?;
     let opts = SqliteOptions {
         readers: cfg.readers,
         max_batch: cfg.max_batch,
@@ -66,14 +31,27 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     // Taken after the open so a bad database is reported as such first.
     let _lock = crate::backup::ServeLock::acquire(&path, "starting another server")?;
     let listener = bind(cfg.listen).with_context(|| format!("cannot listen on {}", cfg.listen))?;
-    tracing::info!(addr = %listener.local_addr()?, "serving");
+    if let Some(tls) = &tls {
+        tls.reload_on_sighup()?;
+    }
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(addr = %listener.local_addr()?, scheme, "serving");
     let state = AppState::with_config(store, cfg.cache_mb << 20, &cfg.live, &cfg.rate);
-    state.web.set_secure_cookies(cfg.secure_cookies);
+    // Over TLS every cookie is Secure, whatever the flag says.
+    state.web.set_secure_cookies(cfg.secure_cookies || tls.is_some());
     let metrics_listener = crate::metrics::serve::start(&cfg.metrics, &state).await?;
+    if !state.store.has_admin().await? {
+        let link = setup_link(scheme, listener.local_addr()?, &state.web.setup.issue());
+        tracing::warn!(%link, "no administrator yet: open this one-time link to create one");
+        eprintln!(
+            "\nNo administrator yet. Create one at this one-time link (works until an admin exists):\n  {link}\n"
+        );
+    }
     let limits = http::server::ConnLimits {
         max_connections: cfg.max_connections.max(1),
         header_timeout: Duration::from_secs(cfg.header_timeout_secs.max(1)),
         max_header_bytes: cfg.max_header_kb.max(1) << 10,
+        tls,
         ..http::server::ConnLimits::default()
     };
     http::run_with_limits(listener, state, Duration::from_secs(cfg.request_timeout_secs), limits, shutdown_signal())
@@ -83,6 +61,17 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     }
     tracing::info!("stopped cleanly");
     Ok(())
+}
+
+/// `SCHEME://HOST:PORT/setup/TOKEN`; an unspecified listen address is
+/// shown as `localhost` (another machine uses the server's name instead).
+fn setup_link(scheme: &str, addr: std::net::SocketAddr, token: &str) -> String {
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() => "localhost".to_owned(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    format!("{scheme}://{host}:{}/setup/{token}", addr.port())
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -12,6 +12,7 @@ mod openapi;
 pub mod posts;
 pub mod search;
 pub mod server;
+pub mod tls;
 pub mod topics;
 pub mod users;
 

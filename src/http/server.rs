@@ -3,7 +3,9 @@
 //! (which in hyper also bounds how long an idle keep-alive connection may
 //! wait for its next request), a maximum header size, and a place under a
 //! cap on open connections; over the cap a client is refused politely with
-//! a 503 instead of the server running out of file descriptors.
+//! a 503 instead of the server running out of file descriptors. With TLS
+//! (`ConnLimits::tls`) the handshake runs in the connection's task, under
+//! the header timeout, after the connection has taken its place.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -33,6 +35,8 @@ pub struct ConnLimits {
     pub max_header_bytes: usize,
     /// How long shutdown waits for in-flight requests before giving up.
     pub drain_timeout: Duration,
+    /// Terminate TLS on every connection (`--tls-cert`, `--tls-key`).
+    pub tls: Option<super::tls::Tls>,
 }
 
 impl Default for ConnLimits {
@@ -42,6 +46,7 @@ impl Default for ConnLimits {
             header_timeout: Duration::from_secs(10),
             max_header_bytes: 16 * 1024,
             drain_timeout: Duration::from_secs(30),
+            tls: None,
         }
     }
 }
@@ -87,10 +92,28 @@ pub async fn serve(listener: TcpListener, app: Router, limits: ConnLimits, shutd
                 req.extensions_mut().insert(ConnectInfo(peer));
                 req
             });
-        let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), TowerToHyperService::new(svc));
-        let conn = graceful.watch(conn.into_owned());
+        let Some(tls) = limits.tls.clone() else {
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), TowerToHyperService::new(svc));
+            let conn = graceful.watch(conn.into_owned());
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                }
+                drop(slot);
+            });
+            continue;
+        };
+        let (builder, watcher, handshake_timeout) = (builder.clone(), graceful.watcher(), limits.header_timeout);
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            // A client that never finishes its handshake must not keep its
+            // slot for longer than one that never sends its headers.
+            let stream = match tokio::time::timeout(handshake_timeout, tls.acceptor.accept(tcp)).await {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
+            };
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(svc));
+            if let Err(e) = watcher.watch(conn.into_owned()).await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
             drop(slot);

@@ -259,15 +259,25 @@ impl Future for Upgrade {
             // axum serves `TokioIo<TcpStream>` through hyper-util's auto
             // builder, which wraps it to sniff the HTTP version; this
             // unwraps both and returns what hyper read past the handshake.
-            let parts = hyper_util::server::conn::auto::upgrade::downcast::<TokioIo<TcpStream>>(upgraded);
-            *this = match (parts, member.take()) {
-                (Ok(parts), Some(member)) => {
-                    Upgrade::Running(Conn::new(parts.io.into_inner(), member, &parts.read_buf))
+            let parts = match hyper_util::server::conn::auto::upgrade::downcast::<TokioIo<TcpStream>>(upgraded) {
+                Ok(parts) => parts,
+                Err(upgraded) => {
+                    // Over TLS: relay through a loopback pair (`tls_bridge`).
+                    type Tls = TokioIo<tokio_rustls::server::TlsStream<TcpStream>>;
+                    if let (Ok(parts), Some(member)) =
+                        (hyper_util::server::conn::auto::upgrade::downcast::<Tls>(upgraded), member.take())
+                    {
+                        tokio::spawn(super::tls_bridge::run(parts.io.into_inner(), parts.read_buf, member));
+                    } else {
+                        tracing::error!("live: the upgraded connection is neither TCP nor TLS; dropping it");
+                    }
+                    *this = Upgrade::Done;
+                    return Poll::Ready(());
                 }
-                _ => {
-                    tracing::error!("live: the upgraded connection is not a TCP stream; dropping it");
-                    Upgrade::Done
-                }
+            };
+            *this = match member.take() {
+                Some(member) => Upgrade::Running(Conn::new(parts.io.into_inner(), member, &parts.read_buf)),
+                None => Upgrade::Done,
             };
         }
         match this {

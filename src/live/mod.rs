@@ -11,6 +11,7 @@
 //! - `subs`: a connection's subscriptions and its slot in the limits.
 //! - `proto`: what clients may send.
 //! - `sse`: the same events as Server-Sent Events.
+//! - `tls_bridge`: WebSockets over TLS, relayed to a loopback pair.
 //! - `loadgen`: `pith bench ws`, the load generator for all of this.
 //!
 //! docs/LIVE.md describes the protocol and the measured footprint.
@@ -24,6 +25,7 @@ pub mod loadgen;
 pub mod proto;
 pub mod sse;
 pub mod subs;
+pub mod tls_bridge;
 
 pub use conn::Conn;
 pub use hub::{Hub, Key, Limits, Refused, Resolver};

@@ -297,6 +297,15 @@ pub trait Store: Send + Sync + 'static {
         invite_hash: Option<[u8; 32]>,
     ) -> impl Future<Output = StoreResult<User>> + Send;
 
+    /// Whether any site administrator exists (first-run setup).
+    fn has_admin(&self) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// Creates the first administrator; `Conflict` once one exists.
+    fn create_first_admin(
+        &self,
+        name: Username,
+        password_hash: String,
+    ) -> impl Future<Output = StoreResult<User>> + Send;
+
     /// Finish pending writes and checkpoint; called once at shutdown.
     fn shutdown(&self) -> impl Future<Output = ()> + Send;
 

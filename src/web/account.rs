@@ -102,7 +102,12 @@ pub async fn login<S: Store>(
 }
 
 /// Stores a new token for `user` and sets it as the session cookie.
-async fn start_session<S: Store>(state: &AppState<S>, session: &Session, user: &User, to: &str) -> AppResult<Response> {
+pub(super) async fn start_session<S: Store>(
+    state: &AppState<S>,
+    session: &Session,
+    user: &User,
+    to: &str,
+) -> AppResult<Response> {
     let token = issue_token(state, user).await?;
     let mut res = see_other(to);
     res.headers_mut().append(header::SET_COOKIE, session.login_cookie(&token));

@@ -19,6 +19,7 @@
 //! - `admin`: the site settings page (registration, invites).
 //! - `account`: log in, register, log out.
 //! - `feed`: Atom feeds.
+//! - `setup`: the first run's one-time link that creates the administrator.
 
 mod account;
 mod admin;
@@ -30,6 +31,7 @@ mod moderate;
 mod pages;
 mod reply;
 pub mod session;
+pub mod setup;
 mod topic;
 mod view;
 mod write;
@@ -96,6 +98,7 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/login", get(account::login_form).post(account::login::<S>))
         .route("/register", get(account::register_form::<S>).post(account::register::<S>))
         .route("/logout", post(account::logout::<S>))
+        .route("/setup/{token}", get(setup::form::<S>).post(setup::create::<S>))
         .route("/static/{file}", get(assets::serve))
         .layer(axum::middleware::from_fn(harden))
 }

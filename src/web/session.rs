@@ -42,6 +42,8 @@ pub struct Settings {
     /// Mark cookies `Secure` even when no `X-Forwarded-Proto: https` says
     /// the request came over TLS (`--secure-cookies`).
     secure_cookies: AtomicBool,
+    /// The first run's one-time setup link (`web::setup`).
+    pub setup: super::setup::SetupToken,
 }
 
 impl Settings {

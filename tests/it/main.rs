@@ -18,6 +18,9 @@
 //! - `metrics`: `/metrics` in the Prometheus text format, its settings;
 //!   `logging`: JSON logs with request ids from the real binary; `prom`: the
 //!   strict text-format parser the metrics tests use.
+//! - `tls`: TLS 1.3, HTTP/2 by ALPN, wss, certificate reload on SIGHUP.
+//! - `config_file`: the config file, `pith config`, precedence.
+//! - `setup`: the first run's one-time admin link.
 
 mod accounts;
 mod api;
@@ -28,6 +31,7 @@ mod cache;
 mod child;
 mod communities;
 mod concurrency;
+mod config_file;
 mod crash;
 mod faults;
 mod fuzz_regressions;
@@ -45,5 +49,7 @@ mod pages;
 mod prom;
 mod search;
 mod seeding;
+mod setup;
 mod store;
+mod tls;
 mod votes;

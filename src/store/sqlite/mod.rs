@@ -6,6 +6,7 @@
 mod backfill;
 mod checkpoint;
 pub mod conn;
+mod first_admin;
 pub mod moderation;
 mod readers;
 pub mod reads;
@@ -330,6 +331,15 @@ impl Store for SqliteStore {
     ) -> StoreResult<User> {
         let now = Timestamp::now();
         self.writer.write(move |c| site::register_user(c, &name, &password_hash, invite_hash.as_ref(), now)).await
+    }
+
+    async fn has_admin(&self) -> StoreResult<bool> {
+        self.readers.read(first_admin::has_admin).await
+    }
+
+    async fn create_first_admin(&self, name: Username, password_hash: String) -> StoreResult<User> {
+        let now = Timestamp::now();
+        self.writer.write(move |c| first_admin::create_first_admin(c, &name, &password_hash, now)).await
     }
 
     async fn shutdown(&self) {

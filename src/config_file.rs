@@ -1,0 +1,239 @@
+//! The TOML config file and the effective configuration. The file's keys
+//! are the long flag names of `pith serve`; its values become clap defaults
+//! before the real parse, so the precedence is flag > environment > file >
+//! built-in default with no second list of settings to keep in step.
+//! `ArgMatches::value_source` then tells where each value came from, which
+//! `pith config` prints and `pith serve` logs at start.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Command, CommandFactory, FromArgMatches};
+use serde::Serialize;
+
+use crate::config::{Cli, Command as Sub};
+
+/// The subcommands that take `pith serve`'s settings.
+const SERVE_LIKE: [&str; 2] = ["serve", "config"];
+/// Arguments of those subcommands that are not settings.
+const NOT_SETTINGS: [&str; 4] = ["help", "version", "json", "config"];
+
+/// One effective setting.
+#[derive(Debug, Clone, Serialize)]
+pub struct Setting {
+    /// The long flag name, which is also the config file's key.
+    #[serde(skip)]
+    pub name: String,
+    /// As given (secrets masked); `None` when unset.
+    pub value: Option<String>,
+    /// `default`, `file`, `env` or `flag`.
+    pub source: &'static str,
+    /// The file's path, the variable's name, or the flag.
+    pub from: Option<String>,
+}
+
+/// A loaded config file: its path and its settings as strings.
+struct File {
+    path: PathBuf,
+    values: Vec<(String, String)>,
+}
+
+/// Parses the process's arguments with the config file as defaults. Clap's
+/// own errors (and `--help`) exit as usual; a bad file is an error.
+pub fn parse() -> anyhow::Result<Cli> {
+    parse_from(std::env::args_os().collect())
+}
+
+pub fn parse_from(args: Vec<OsString>) -> anyhow::Result<Cli> {
+    let base = Cli::command();
+    // A first pass finds the file; when it fails, the real parse below
+    // reports the same error.
+    let file = match base.clone().try_get_matches_from(&args) {
+        Ok(m) => match serve_matches(&m) {
+            Some(sm) => load(sm)?,
+            None => None,
+        },
+        Err(_) => None,
+    };
+    let mut cmd = base;
+    if let Some(file) = &file {
+        for name in SERVE_LIKE {
+            let sub = cmd.find_subcommand(name).cloned().context("no such subcommand")?;
+            let sub = with_file_defaults(sub, file)?;
+            cmd = cmd.mut_subcommand(name, |_| sub);
+        }
+    }
+    let matches = cmd.try_get_matches_from(&args).unwrap_or_else(|e| e.exit());
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let (Some(sm), Some(serve)) = (serve_matches(&matches), serve_config(&mut cli.command)) {
+        let sub = Cli::command().find_subcommand("serve").cloned().context("no serve subcommand")?;
+        serve.effective = effective(&sub, sm, file.as_ref());
+    }
+    Ok(cli)
+}
+
+fn serve_matches(m: &ArgMatches) -> Option<&ArgMatches> {
+    m.subcommand().filter(|(name, _)| SERVE_LIKE.contains(name)).map(|(_, sm)| sm)
+}
+
+fn serve_config(cmd: &mut Sub) -> Option<&mut crate::config::ServeConfig> {
+    match cmd {
+        Sub::Serve(cfg) => Some(cfg),
+        Sub::Config(c) => Some(&mut c.serve),
+        _ => None,
+    }
+}
+
+/// The file named by `--config`/`PITH_CONFIG` (which must exist), else
+/// `pith.toml` in the data dir when it exists.
+fn load(m: &ArgMatches) -> anyhow::Result<Option<File>> {
+    let (path, explicit) = match m.get_one::<PathBuf>("config") {
+        Some(p) => (p.clone(), true),
+        None => match m.get_one::<PathBuf>("data_dir") {
+            Some(dir) => (dir.join("pith.toml"), false),
+            None => return Ok(None),
+        },
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read the config file {}", path.display())),
+    };
+    let values = parse_toml(&path, &text)?;
+    Ok(Some(File { path, values }))
+}
+
+fn parse_toml(path: &Path, text: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let table: toml::Table =
+        toml::from_str(text).map_err(|e| anyhow::anyhow!("{}: not valid TOML: {e}", path.display()))?;
+    table
+        .into_iter()
+        .map(|(key, value)| {
+            let text = match value {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                _ => anyhow::bail!("{}: `{key}` must be a string, a number or a boolean", path.display()),
+            };
+            Ok((key, text))
+        })
+        .collect()
+}
+
+/// `sub` with the file's values as its defaults; an unknown key or a value
+/// the flag would refuse is an error naming the file and the key.
+fn with_file_defaults(mut sub: Command, file: &File) -> anyhow::Result<Command> {
+    let shown = file.path.display();
+    for (key, value) in &file.values {
+        let arg = sub
+            .get_arguments()
+            .find(|a| a.get_long() == Some(key.as_str()) && !NOT_SETTINGS.contains(&key.as_str()))
+            .cloned()
+            .with_context(|| {
+                format!("{shown}: unknown setting `{key}` (keys are the long flag names of `pith serve`, such as `listen` or `cache-mb`)")
+            })?;
+        // Checked alone, with no environment, so the error is the file's.
+        let alone = Command::new("check").no_binary_name(true).arg(arg.clone().env(None::<&'static str>));
+        if let Err(e) = alone.try_get_matches_from([format!("--{key}={value}")]) {
+            let why = e.render().to_string();
+            let why = why.lines().next().unwrap_or_default().trim_start_matches("error: ");
+            anyhow::bail!("{shown}: bad value for `{key}`: {why}");
+        }
+        let id = arg.get_id().clone();
+        sub = sub.mut_arg(id, |a| a.default_value(value.clone()));
+    }
+    Ok(sub)
+}
+
+/// Every setting of `sub` as `m` has it, with its source.
+fn effective(sub: &Command, m: &ArgMatches, file: Option<&File>) -> Vec<Setting> {
+    let from_file = |name: &str| file.filter(|f| f.values.iter().any(|(k, _)| k == name));
+    sub.get_arguments()
+        .filter_map(|arg| {
+            let name = arg.get_long()?;
+            if matches!(name, "help" | "version" | "json") {
+                return None;
+            }
+            let id = arg.get_id().as_str();
+            let value = m.get_raw(id).map(|vals| {
+                let joined = vals.map(|v| v.to_string_lossy().into_owned()).collect::<Vec<_>>().join(",");
+                mask(name, &joined)
+            });
+            // The default file, when one was found, is the `config` in use.
+            let value = value.or_else(|| file.filter(|_| name == "config").map(|f| f.path.display().to_string()));
+            let (source, from) = match m.value_source(id) {
+                Some(ValueSource::CommandLine) => ("flag", Some(format!("--{name}"))),
+                Some(ValueSource::EnvVariable) => ("env", arg.get_env().map(|v| v.to_string_lossy().into_owned())),
+                _ => match from_file(name) {
+                    Some(f) => ("file", Some(f.path.display().to_string())),
+                    None => ("default", None),
+                },
+            };
+            Some(Setting { name: name.to_owned(), value, source, from })
+        })
+        .collect()
+}
+
+/// Hides secrets: values of settings named like one, and the password in a
+/// URL's `user:password@`.
+fn mask(name: &str, value: &str) -> String {
+    if ["password", "secret", "token"].iter().any(|s| name.contains(s)) {
+        return "(hidden)".into();
+    }
+    if let Some((scheme, rest)) = value.split_once("://")
+        && let Some((userinfo, host)) = rest.split_once('@')
+        && let Some((user, _)) = userinfo.split_once(':')
+    {
+        return format!("{scheme}://{user}:(hidden)@{host}");
+    }
+    value.to_owned()
+}
+
+impl Setting {
+    /// `flag --listen`, `env PITH_LISTEN`, `file /etc/pith.toml`, `default`.
+    pub fn source_text(&self) -> String {
+        match &self.from {
+            Some(from) => format!("{} {from}", self.source),
+            None => self.source.to_owned(),
+        }
+    }
+}
+
+/// `pith config`: the table, or JSON keyed by setting.
+pub fn show(cfg: &crate::config::ConfigShowConfig) -> anyhow::Result<()> {
+    let settings = &cfg.serve.effective;
+    if cfg.json {
+        let map: BTreeMap<&str, &Setting> = settings.iter().map(|s| (s.name.as_str(), s)).collect();
+        println!("{}", serde_json::to_string_pretty(&map)?);
+        return Ok(());
+    }
+    let width = settings.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    for s in settings {
+        let value = s.value.as_deref().unwrap_or("(unset)");
+        println!("{:width$}  {value}  [{}]", s.name, s.source_text());
+    }
+    Ok(())
+}
+
+/// `pith serve`'s start-up log of the same list.
+pub fn log(settings: &[Setting]) {
+    for s in settings {
+        tracing::info!(setting = %s.name, value = s.value.as_deref().unwrap_or("(unset)"), source = %s.source_text(), "config");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_password_in_a_database_url_is_hidden() {
+        assert_eq!(mask("database", "postgres://pith:s3cret@db/pith"), "postgres://pith:(hidden)@db/pith");
+        assert_eq!(mask("database", "sqlite:/var/lib/pith/pith.db"), "sqlite:/var/lib/pith/pith.db");
+        assert_eq!(mask("admin-password", "x"), "(hidden)");
+    }
+}

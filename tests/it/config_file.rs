@@ -1,0 +1,103 @@
+//! The config file and `pith config`: flag > environment > file > default,
+//! seen through `pith config --json` and through a running server; a bad
+//! file is a clear error naming the file and the key.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::child::{pith, run_pith};
+use crate::helpers::client;
+
+fn config_json(out: &std::process::Output) -> serde_json::Value {
+    assert!(out.status.success(), "pith config: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[tokio::test]
+async fn flag_beats_env_beats_file_beats_default_in_pith_config() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("pith.toml");
+    std::fs::write(&file, "cache-mb = 100\nreaders = 5\nmax-batch = 11\nlive-ping-interval = \"3s\"\n").expect("write");
+    let mut cmd = tokio::process::Command::from(pith());
+    cmd.args(["config", "--json", "--max-batch", "7", "--data-dir"])
+        .arg(dir.path())
+        .env("PITH_READERS", "3")
+        .env("PITH_MAX_BATCH", "9");
+    let json = config_json(&cmd.output().await.expect("run"));
+    let path = file.display().to_string();
+    assert_eq!(json["cache-mb"], serde_json::json!({"value": "100", "source": "file", "from": path}));
+    assert_eq!(json["live-ping-interval"]["value"], "3s");
+    assert_eq!(json["readers"], serde_json::json!({"value": "3", "source": "env", "from": "PITH_READERS"}));
+    assert_eq!(json["max-batch"], serde_json::json!({"value": "7", "source": "flag", "from": "--max-batch"}));
+    assert_eq!(json["wal-limit-mb"], serde_json::json!({"value": "64", "source": "default", "from": null}));
+    assert_eq!(json["tls-cert"]["value"], serde_json::Value::Null);
+    assert_eq!(json["config"]["value"], path, "the default file found in the data dir");
+}
+
+#[tokio::test]
+async fn a_running_server_takes_the_file_and_lets_the_environment_override_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let file = dir.path().join("site.toml");
+    std::fs::write(&file, format!("listen = \"127.0.0.1:{port}\"\nsecure-cookies = true\n")).expect("write");
+    let log = dir.path().join("serve.log");
+    let mut child = pith()
+        .args(["serve", "--rate-limits", "false", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .env("PITH_CONFIG", &file)
+        .env("PITH_SECURE_COOKIES", "false")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("spawn");
+    let http = client();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let res = loop {
+        if let Ok(res) = http.get(format!("http://127.0.0.1:{port}/login")).send().await {
+            break res;
+        }
+        assert!(child.try_wait().expect("try_wait").is_none(), "{}", std::fs::read_to_string(&log).unwrap_or_default());
+        assert!(Instant::now() < deadline, "the server never listened on the file's address");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(res.status(), 200);
+    let cookie = res.headers().get("set-cookie").expect("cookie").to_str().expect("ascii").to_owned();
+    assert!(!cookie.contains("Secure"), "PITH_SECURE_COOKIES=false overrides the file: {cookie}");
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert!(text.contains(&file.display().to_string()), "the start-up log names the file:\n{text}");
+}
+
+async fn config_error(toml: Option<&str>, name: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join(name);
+    if let Some(text) = toml {
+        std::fs::write(&file, text).expect("write");
+    }
+    let out = run_pith(&["config".as_ref(), "--config".as_ref(), file.as_os_str()]).await;
+    assert!(!out.status.success(), "a bad config file must fail");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains(&file.display().to_string()), "the error names the file: {err}");
+    err
+}
+
+#[tokio::test]
+async fn a_bad_or_missing_config_file_is_an_error_naming_file_and_key() {
+    config_error(None, "missing.toml").await;
+    let err = config_error(Some("colour = \"blue\"\n"), "unknown.toml").await;
+    assert!(err.contains("colour"), "{err}");
+    let err = config_error(Some("listen = \n"), "broken.toml").await;
+    assert!(err.contains("TOML"), "{err}");
+    let err = config_error(Some("cache-mb = \"lots\"\n"), "value.toml").await;
+    assert!(err.contains("cache-mb"), "{err}");
+}
+
+#[tokio::test]
+async fn a_missing_default_file_in_the_data_dir_is_fine() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_pith(&["config".as_ref(), "--json".as_ref(), "--data-dir".as_ref(), dir.path().as_os_str()]).await;
+    let json = config_json(&out);
+    assert_eq!(json["cache-mb"]["source"], "default");
+}

@@ -1,0 +1,276 @@
+//! TLS with the real binary: a TLS 1.3 handshake, HTTP/2 over ALPN `h2`,
+//! HTTP/1.1, a live WebSocket over TLS, and the certificate reloaded on
+//! SIGHUP (and kept when the new files are bad). Certificates are made
+//! at test time with rcgen.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use http_body_util::Empty;
+use hyper::Request;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls_pki_types::{CertificateDer, ServerName};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::rustls::{ClientConfig, ProtocolVersion, RootCertStore};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::child::pith;
+
+/// A self-signed certificate for `localhost`, written as PEM files.
+pub struct Cert {
+    pub der: CertificateDer<'static>,
+    cert_pem: String,
+    key_pem: String,
+}
+
+impl Cert {
+    pub fn new() -> Cert {
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("rcgen");
+        Cert { der: made.cert.der().clone(), cert_pem: made.cert.pem(), key_pem: made.signing_key.serialize_pem() }
+    }
+
+    pub fn write(&self, dir: &Path) {
+        std::fs::write(dir.join("cert.pem"), &self.cert_pem).expect("write cert");
+        std::fs::write(dir.join("key.pem"), &self.key_pem).expect("write key");
+    }
+}
+
+/// A `pith serve --tls-cert --tls-key` child, killed when dropped.
+pub struct TlsServer {
+    child: Child,
+    pub port: u16,
+    log: PathBuf,
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl TlsServer {
+    pub async fn start(dir: &Path, trusted: &[&Cert]) -> TlsServer {
+        Self::start_with(dir, trusted, &[]).await
+    }
+
+    pub async fn start_with(dir: &Path, trusted: &[&Cert], extra: &[&str]) -> TlsServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let log = dir.join("serve.log");
+        let child = pith()
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+            .arg(dir.join("data"))
+            .arg("--tls-cert")
+            .arg(dir.join("cert.pem"))
+            .arg("--tls-key")
+            .arg(dir.join("key.pem"))
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("spawn pith serve");
+        let mut server = TlsServer { child, port, log };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(stream) = server.try_connect(trusted, b"http/1.1").await
+                && h1_get(stream, "/healthz").await.0 == 200
+            {
+                return server;
+            }
+            if let Some(status) = server.child.try_wait().expect("try_wait") {
+                panic!("pith serve exited with {status}:\n{}", server.log_text());
+            }
+            assert!(Instant::now() < deadline, "pith serve never answered over TLS:\n{}", server.log_text());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn sighup(&self) {
+        // SAFETY: our own child, not reaped yet.
+        assert_eq!(unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGHUP) }, 0, "kill(SIGHUP)");
+    }
+
+    pub async fn try_connect(&self, trusted: &[&Cert], alpn: &[u8]) -> std::io::Result<TlsStream<TcpStream>> {
+        let tcp = TcpStream::connect(("127.0.0.1", self.port)).await?;
+        let name = ServerName::try_from("localhost").expect("name");
+        TlsConnector::from(client_config(trusted, alpn)).connect(name, tcp).await
+    }
+
+    pub async fn connect(&self, trusted: &[&Cert], alpn: &[u8]) -> TlsStream<TcpStream> {
+        self.try_connect(trusted, alpn).await.expect("TLS handshake")
+    }
+}
+
+fn client_config(trusted: &[&Cert], alpn: &[u8]) -> Arc<ClientConfig> {
+    let mut roots = RootCertStore::empty();
+    for cert in trusted {
+        roots.add(cert.der.clone()).expect("root");
+    }
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    Arc::new(config)
+}
+
+fn get(path: &str) -> Request<Empty<Bytes>> {
+    Request::get(format!("https://localhost{path}")).header("host", "localhost").body(Empty::new()).expect("request")
+}
+
+/// One HTTP/1.1 request; returns the status and the connection's sender
+/// for more.
+async fn h1_get(
+    stream: TlsStream<TcpStream>,
+    path: &str,
+) -> (u16, hyper::client::conn::http1::SendRequest<Empty<Bytes>>) {
+    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.expect("h1 handshake");
+    tokio::spawn(conn);
+    let res = send.send_request(get(path)).await.expect("h1 request");
+    (res.status().as_u16(), send)
+}
+
+fn peer_cert(stream: &TlsStream<TcpStream>) -> CertificateDer<'static> {
+    stream.get_ref().1.peer_certificates().expect("certificates")[0].clone().into_owned()
+}
+
+#[tokio::test]
+async fn tls_1_3_serves_http2_by_alpn_and_http1_and_live_websockets() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert = Cert::new();
+    cert.write(dir.path());
+    let server = TlsServer::start(dir.path(), &[&cert]).await;
+
+    let h2 = server.connect(&[&cert], b"h2").await;
+    assert_eq!(h2.get_ref().1.protocol_version(), Some(ProtocolVersion::TLSv1_3));
+    assert_eq!(h2.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let (mut send, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(h2)).await.expect("h2 handshake");
+    tokio::spawn(conn);
+    let res = send.send_request(get("/healthz")).await.expect("h2 request");
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.version(), hyper::Version::HTTP_2);
+
+    let h1 = server.connect(&[&cert], b"http/1.1").await;
+    assert_eq!(h1.get_ref().1.protocol_version(), Some(ProtocolVersion::TLSv1_3));
+    assert_eq!(h1.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+    let res = h1_get(h1, "/login").await;
+    assert_eq!(res.0, 200);
+
+    // wss: the live socket runs behind the TLS relay.
+    let tls = server.connect(&[&cert], b"http/1.1").await;
+    let (mut ws, _) = tokio_tungstenite::client_async("wss://localhost/api/v1/live?topics=1", tls)
+        .await
+        .expect("WebSocket handshake over TLS");
+    ws.send(Message::text(r#"{"op": "ping"}"#)).await.expect("send");
+    let reply = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match ws.next().await.expect("a message").expect("frame") {
+                // The first message confirms the subscription; then the pong.
+                Message::Text(t) if t.contains("\"pong\"") => return t.to_string(),
+                _ => continue,
+            }
+        }
+    })
+    .await
+    .expect("a pong in time");
+    assert!(reply.contains("\"pong\""), "{reply}");
+}
+
+#[tokio::test]
+async fn tls_session_cookies_are_secure() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert = Cert::new();
+    cert.write(dir.path());
+    let server = TlsServer::start(dir.path(), &[&cert]).await;
+    let stream = server.connect(&[&cert], b"http/1.1").await;
+    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.expect("handshake");
+    tokio::spawn(conn);
+    let res = send.send_request(get("/login")).await.expect("request");
+    let cookie = res.headers().get("set-cookie").expect("a CSRF cookie").to_str().expect("ascii");
+    assert!(cookie.contains("; Secure"), "{cookie}");
+}
+
+#[tokio::test]
+async fn sighup_reloads_the_certificate_and_keeps_it_when_the_new_files_are_bad() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (old, new) = (Cert::new(), Cert::new());
+    old.write(dir.path());
+    let server = TlsServer::start(dir.path(), &[&old]).await;
+    let both = [&old, &new];
+
+    let before = server.connect(&both, b"http/1.1").await;
+    assert_eq!(peer_cert(&before), old.der);
+    let (status, mut before) = h1_get(before, "/healthz").await;
+    assert_eq!(status, 200);
+
+    new.write(dir.path());
+    server.sighup();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if peer_cert(&server.connect(&both, b"http/1.1").await) == new.der {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the new certificate was never served:\n{}", server.log_text());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The connection opened before the reload keeps working.
+    let res = before.send_request(get("/healthz")).await.expect("old connection still serves");
+    assert_eq!(res.status(), 200);
+
+    std::fs::write(dir.path().join("cert.pem"), "not a certificate").expect("break cert");
+    server.sighup();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !server.log_text().contains("not reloaded") {
+        assert!(Instant::now() < deadline, "the bad reload was never logged:\n{}", server.log_text());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = server.connect(&both, b"http/1.1").await;
+    assert_eq!(peer_cert(&after), new.der, "a bad replacement keeps the previous certificate");
+    assert_eq!(h1_get(after, "/healthz").await.0, 200);
+}
+
+#[tokio::test]
+async fn a_certificate_without_a_key_or_a_bad_file_stops_start_up_with_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert = Cert::new();
+    cert.write(dir.path());
+    let data = dir.path().join("data");
+    let run = |args: Vec<std::ffi::OsString>| {
+        let out = pith().arg("serve").arg("--data-dir").arg(&data).args(args).output().expect("run");
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let cert_path = dir.path().join("cert.pem").into_os_string();
+    let err = run(vec!["--tls-cert".into(), cert_path.clone()]);
+    assert!(err.contains("--tls-key"), "{err}");
+    let err = run(vec!["--tls-cert".into(), cert_path, "--tls-key".into(), dir.path().join("nope.pem").into()]);
+    assert!(err.contains("nope.pem"), "{err}");
+}
+
+#[tokio::test]
+async fn a_client_that_never_finishes_its_handshake_is_dropped_after_the_header_timeout() {
+    use tokio::io::AsyncReadExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert = Cert::new();
+    cert.write(dir.path());
+    let server = TlsServer::start_with(dir.path(), &[&cert], &["--header-timeout-secs", "1"]).await;
+    let mut silent = TcpStream::connect(("127.0.0.1", server.port)).await.expect("connect");
+    let mut buf = [0u8; 64];
+    // Generous bound: the point is that the server hangs up at all.
+    let read = tokio::time::timeout(Duration::from_secs(15), silent.read(&mut buf)).await;
+    assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "the silent client was not dropped: {read:?}");
+}

@@ -47,6 +47,8 @@ pub fn main(args: PlotArgs) -> anyhow::Result<()> {
 
 const LABEL_W: f64 = 250.0;
 const BAR_W: f64 = 330.0;
+/// The longest req/s bar: room for its number after it.
+const RPS_W: f64 = BAR_W - 60.0;
 const GAP: f64 = 40.0;
 const ROW_H: f64 = 22.0;
 const TOP: f64 = 64.0;
@@ -88,14 +90,14 @@ pub fn svg(runs: &[Summary], title: &str) -> String {
         "<text x=\"{x_rps}\" y=\"{:.0}\" fill=\"#555\">0</text><text x=\"{:.1}\" y=\"{:.0}\" text-anchor=\"end\" \
          fill=\"#555\">{max_rps:.0}</text>",
         bottom + 16.0,
-        x_rps + BAR_W,
+        x_rps + RPS_W,
         bottom + 16.0
     );
     for (i, r) in runs.iter().enumerate() {
         let y = TOP + ROW_H * i as f64;
         let h = ROW_H - 6.0;
         let colour = colour(r.label.as_deref().unwrap_or(""));
-        let w = BAR_W * r.total.requests_per_s / max_rps;
+        let w = RPS_W * r.total.requests_per_s / max_rps;
         let l = &r.reads.latency_ms;
         let (p50, p99, p999) = (lat_x(l.p50), lat_x(l.p99), lat_x(l.p999));
         let _ = writeln!(

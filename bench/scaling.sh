@@ -4,8 +4,9 @@
 #
 # 1. Data size: the realistic mix on `pith seed --scale S` for each S in
 #    SCALES (1 = ~100k posts, 10 = ~1M, 100 = ~10M): req/s, server RSS at
-#    the end and at its peak, database size. A size whose seeding takes more
-#    than SEED_TIMEOUT seconds is reported as not measured.
+#    the end and at its peak, database size. A size whose seeding or the
+#    first open (which stores the rendered HTML of every seeded post) takes
+#    more than SEED_TIMEOUT seconds is reported as not measured.
 # 2. Connections, on the scale-1 data: CONNECTIONS keep-alive connections
 #    (default 50 400 5000), then 400 loaded connections while IDLE (10,000)
 #    idle keep-alive connections are held open by bench/idle.py from
@@ -89,9 +90,12 @@ for scale in $SCALES; do
     data="$WORK/data-$scale"
     log "seeding realistic at scale $scale (at most $SEED_TIMEOUT s)"
     started=$(date +%s)
+    # `pith user add` opens the store, which renders every seeded post once (backfill).
     if ! timeout "$SEED_TIMEOUT" "$BIN" seed --data-dir "$data" --dataset realistic --seed 1 --scale "$scale" \
-        2>"$OUT/seed-$scale.log"; then
-        SIZE_ROWS+=("| $scale | not measured: seeding did not finish within $SEED_TIMEOUT s | | | | | | |")
+        2>"$OUT/seed-$scale.log" ||
+        ! token=$(timeout "$SEED_TIMEOUT" "$BIN" user add bench --data-dir "$data" \
+            2>/dev/null | tail -n1) || [[ -z $token ]]; then
+        SIZE_ROWS+=("| scale $scale | not measured: seeding and the first open took over $SEED_TIMEOUT s | | | | | | |")
         rm -rf "$data"
         continue
     fi
@@ -99,7 +103,6 @@ for scale in $SCALES; do
     summary=$(grep seeded "$OUT/seed-$scale.log" | tail -n1)
     topics=$(sed -n 's/.* \([0-9][0-9]*\) topics,.*/\1/p' <<<"$summary")
     posts=$(sed -n 's/.* \([0-9][0-9]*\) posts,.*/\1/p' <<<"$summary")
-    token=$("$BIN" user add bench --data-dir "$data" 2>/dev/null | tail -n1)
     "$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$data" 2>"$OUT/pith-$scale.log" &
     pid=$!
     PIDS+=("$pid")
@@ -110,7 +113,7 @@ for scale in $SCALES; do
     FILES+=("$OUT/size-$scale-pith.json" "$OUT/size-$scale-hello.json")
     stop "$pid"
     row=$(jq -r --argjson posts "$posts" --argjson db "$db_mb" --argjson seed "$seed_s" --slurpfile h "$OUT/size-$scale-hello.json" \
-        '"| \($posts) | \(.topics) | \($db) MB (seeded in \($seed) s) | \(.total.requests_per_s | floor) | \((.total.requests_per_s / $h[0].total.requests_per_s * 100 | floor) / 100) | \(.reads.latency_ms.p99) ms | \(.server_rss_mb | floor) MB | \(.server_peak_rss_mb | floor) MB |"' \
+        '"| \($posts) | \(.topics) | \($db) MB (seeded and opened in \($seed) s) | \(.total.requests_per_s | floor) | \((.total.requests_per_s / $h[0].total.requests_per_s * 100 | floor) / 100) | \(.reads.latency_ms.p99) ms | \(.server_rss_mb | floor) MB | \(.server_peak_rss_mb | floor) MB |"' \
         "$OUT/size-$scale-pith.json")
     SIZE_ROWS+=("$row")
     [[ $scale == "$(echo "$SCALES" | cut -d' ' -f1)" ]] || rm -rf "$data"

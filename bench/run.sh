@@ -167,7 +167,7 @@ bench() { # label gzip connections
     local file
     file=$(printf '%s/%02d-%s-%s-gzip_%s.json' "$OUT" "$RUN" "$label" "$conns" "$gz")
     local args=(--url "http://127.0.0.1:$port" --connections "$conns" --duration "${DURATION}s"
-        --warmup "${WARMUP}s" --topics "$TOPICS" --write-ratio "$WRITE_RATIO" --token "$token"
+        --warmup "${WARMUP}s" --topics "$TOPICS" --write-ratio "$WRITE_RATIO" --token="$token"
         --label "$label" --server-pid "$pid" --json)
     [[ $gz == yes ]] && args+=(--accept-gzip)
     [[ -n $RATE ]] && args+=(--rate "$RATE")

@@ -78,7 +78,7 @@ wait_for_port "$HELLO_PID" "$HELLO_PORT" hello
 
 load() { # file label port pid connections token topics
     local args=(--url "http://127.0.0.1:$3" --connections "$5" --duration "${DURATION}s" --warmup "${WARMUP}s"
-        --topics "$7" --mix 99:1 --token "$6" --label "$2" --server-pid "$4" --json)
+        --topics "$7" --mix 99:1 --token="$6" --label "$2" --server-pid "$4" --json)
     log "$2, $5 connections (load average $(cut -d' ' -f1-3 /proc/loadavg))"
     timeout $((DURATION + WARMUP + 120)) "$BIN" bench http "${args[@]}" >"$1" 2>>"$OUT/bench.log"
 }

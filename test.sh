@@ -8,6 +8,10 @@ echo "== formatting and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 
+echo "== Debian packages the benchmark tests build bench/c/cserver.c with"
+dpkg -s gcc libsqlite3-dev libssl-dev >/dev/null 2>&1 ||
+    { apt-get update -qq && apt-get install -y -qq gcc libsqlite3-dev libssl-dev >/dev/null; }
+
 echo "== unit and integration tests (real SQLite files, real sockets)"
 cargo test --locked --all-targets
 

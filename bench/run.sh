@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# bench/run.sh: measure Pith against a hello-world server in the same run.
+# bench/run.sh: measure Pith against a hello-world server and the C + SQLite
+# prefork design (bench/c/cserver.c) in the same run.
 #
-# Builds the release binary, seeds a fresh data set, creates a user for the
-# posts, starts `pith serve` and `pith bench hello` on loopback, loads each
-# with the WORKLOAD.md mix at every connection count, and prints a markdown
-# table with pith's throughput as a ratio of hello's. Everything it started
-# is stopped on exit, and every run stops by itself.
+# Builds the release binary and the C server, seeds a fresh data set, creates
+# a user for the posts, starts `pith serve`, `pith bench hello` and the C
+# server on loopback (the C server on pith's own pith.db), loads each with
+# the WORKLOAD.md mix at every connection count, interleaved (pith hello c
+# pith hello c ...), and prints a markdown table with every run's throughput
+# as a ratio of hello's and of the C server's, the servers' peak RSS, and an
+# SVG plot (plus PNG when rsvg-convert is installed) in OUT. Everything it
+# started is stopped on exit, and every run stops by itself.
 #
 # Settings (environment, all optional):
 #   DATASET=realistic     realistic | heavy | reddit
@@ -15,11 +19,18 @@
 #   GZIP=no               no | yes | both: Accept-Encoding: gzip on pith's reads
 #   RATE=                 total req/s for open-loop runs (default: closed loop)
 #   WRITE_RATIO=0.01      share of posts
-#   REPEAT=1              alternate pith and hello runs this many times
-#                         (each pith run is compared with the hello run next to it)
+#   REPEAT=1              alternate pith, hello and c runs this many times
+#                         (each run is compared with the hello and c runs next to it)
+#   SERVERS="pith hello c"  which servers to load, in this order each round
+#   EXTRA_PITH=           LABEL=BINARY: a second pith build (e.g. pith-perf=/tmp/p/pith),
+#                         with its own data dir seeded the same way, interleaved after pith
+#   PIN=no                yes: servers on core 0, load generator on core 1 (taskset)
+#   C_THREADS=8           the C server's prefork threads
+#   PLOT=yes              write OUT/plot.svg (and plot.png with rsvg-convert)
 #   WRK=no                yes: cross-check with wrk (Debian package `wrk`)
 #   INSTALL_WRK=no        yes: apt-get install wrk when it is missing
-#   PORT=18080            pith's port; HELLO_PORT=18081 hello's
+#   PORT=18080            pith's port; HELLO_PORT=18081 hello's; C_PORT=18082 the
+#                         C server's; EXTRA_PORT=18083 the second pith build's
 #   OUT=                  keep JSON results and logs here (default: removed)
 #   PITH_BIN=             benchmark this binary instead of building one
 set -euo pipefail
@@ -37,6 +48,22 @@ WRK=${WRK:-no}
 INSTALL_WRK=${INSTALL_WRK:-no}
 PORT=${PORT:-18080}
 HELLO_PORT=${HELLO_PORT:-18081}
+C_PORT=${C_PORT:-18082}
+EXTRA_PORT=${EXTRA_PORT:-18083}
+SERVERS=${SERVERS:-pith hello c}
+EXTRA_PITH=${EXTRA_PITH:-}
+PIN=${PIN:-no}
+C_THREADS=${C_THREADS:-8}
+PLOT=${PLOT:-yes}
+# The bench user posts ~1 % of tens of thousands of requests a second: far
+# beyond pith's per-user post limit, which the C design does not have.
+export PITH_RATE_LIMITS=${PITH_RATE_LIMITS:-false}
+SERVER_CPU=()
+BENCH_CPU=()
+if [[ $PIN == yes ]]; then
+    SERVER_CPU=(taskset -c 0)
+    BENCH_CPU=(taskset -c 1)
+fi
 
 case $GZIP in
 no) GZIP_MODES="no" ;;
@@ -64,7 +91,7 @@ cleanup() {
         kill -KILL "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done
-    rm -rf "$WORK/data"
+    rm -rf "$WORK/data" "$WORK/data-extra"
     [[ $OUT == "$WORK/out" ]] && rm -rf "$WORK"
     return 0
 }
@@ -91,54 +118,100 @@ else
     BIN=target/release/pith
 fi
 
-log "seeding $DATASET (seed 1) into $WORK/data"
-"$BIN" seed --data-dir "$WORK/data" --dataset "$DATASET" --seed 1 2>"$OUT/seed.log"
-TOPICS=$(sed -n 's/.* \([0-9][0-9]*\) topics,.*/\1/p' "$OUT/seed.log" | tail -n1)
-[[ -n $TOPICS ]] || { log "cannot read the topic count from $OUT/seed.log"; exit 1; }
-TOKEN=$("$BIN" user add bench --data-dir "$WORK/data" 2>"$OUT/user.log" | tail -n1)
+SCALE=${SCALE:-1}
+seed() { # binary dir
+    log "seeding $DATASET (seed 1, scale $SCALE) into $2"
+    "$1" seed --data-dir "$2" --dataset "$DATASET" --seed 1 --scale "$SCALE" 2>"$OUT/seed.log"
+    TOPICS=$(sed -n 's/.* \([0-9][0-9]*\) topics,.*/\1/p' "$OUT/seed.log" | tail -n1)
+    [[ -n $TOPICS ]] || { log "cannot read the topic count from $OUT/seed.log"; exit 1; }
+}
 
-"$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$WORK/data" 2>"$OUT/pith.log" &
-PITH_PID=$!
-PIDS+=("$PITH_PID")
-"$BIN" bench hello --listen "127.0.0.1:$HELLO_PORT" 2>"$OUT/hello.log" &
-HELLO_PID=$!
-PIDS+=("$HELLO_PID")
-wait_for_port "$PITH_PID" "$PORT" pith
-wait_for_port "$HELLO_PID" "$HELLO_PORT" hello
+declare -A PORT_OF PID_OF TOKEN_OF
+seed "$BIN" "$WORK/data"
+TOKEN=$("$BIN" user add bench --data-dir "$WORK/data" 2>"$OUT/user.log" | tail -n1)
+TOKEN_OF[pith]=$TOKEN TOKEN_OF[c]=$TOKEN TOKEN_OF[hello]=$TOKEN
+
+start() { # label port command...
+    local label=$1 port=$2
+    shift 2
+    "${SERVER_CPU[@]}" "$@" 2>"$OUT/$label.log" &
+    PIDS+=("$!")
+    PID_OF[$label]=$!
+    PORT_OF[$label]=$port
+    wait_for_port "$!" "$port" "$label"
+}
+
+start pith "$PORT" "$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$WORK/data"
+start hello "$HELLO_PORT" "$BIN" bench hello --listen "127.0.0.1:$HELLO_PORT"
+if [[ " $SERVERS " == *" c "* ]]; then
+    log "building bench/c/cserver.c"
+    gcc -O2 -pthread -o "$WORK/cserver" bench/c/cserver.c -lsqlite3 -lcrypto
+    # Started after pith, which stores rendered HTML for the seeded posts when it opens pith.db.
+    start c "$C_PORT" "$WORK/cserver" "$C_PORT" "$WORK/data/pith.db" "$C_THREADS"
+fi
+if [[ -n $EXTRA_PITH ]]; then
+    EXTRA_LABEL=${EXTRA_PITH%%=*}
+    EXTRA_BIN=${EXTRA_PITH#*=}
+    seed "$EXTRA_BIN" "$WORK/data-extra"
+    TOKEN_OF[$EXTRA_LABEL]=$("$EXTRA_BIN" user add bench --data-dir "$WORK/data-extra" 2>>"$OUT/user.log" | tail -n1)
+    start "$EXTRA_LABEL" "$EXTRA_PORT" "$EXTRA_BIN" serve --listen "127.0.0.1:$EXTRA_PORT" --data-dir "$WORK/data-extra"
+    SERVERS=${SERVERS/pith/pith $EXTRA_LABEL}
+fi
 
 RUN=0
 FILES=()
-bench() { # label port pid gzip connections
-    local label=$1 port=$2 pid=$3 gz=$4 conns=$5
+bench() { # label gzip connections
+    local label=$1 gz=$2 conns=$3
+    local port=${PORT_OF[$label]} pid=${PID_OF[$label]} token=${TOKEN_OF[$label]}
     RUN=$((RUN + 1))
     local file
     file=$(printf '%s/%02d-%s-%s-gzip_%s.json' "$OUT" "$RUN" "$label" "$conns" "$gz")
     local args=(--url "http://127.0.0.1:$port" --connections "$conns" --duration "${DURATION}s"
-        --warmup "${WARMUP}s" --topics "$TOPICS" --write-ratio "$WRITE_RATIO" --token "$TOKEN"
+        --warmup "${WARMUP}s" --topics "$TOPICS" --write-ratio "$WRITE_RATIO" --token="$token"
         --label "$label" --server-pid "$pid" --json)
     [[ $gz == yes ]] && args+=(--accept-gzip)
     [[ -n $RATE ]] && args+=(--rate "$RATE")
     log "$label, $conns connections, gzip $gz (load average $(cut -d' ' -f1-3 /proc/loadavg))"
-    timeout $((DURATION + WARMUP + 60)) "$BIN" bench http "${args[@]}" >"$file" 2>>"$OUT/bench.log"
+    timeout $((DURATION + WARMUP + 60)) "${BENCH_CPU[@]}" "$BIN" bench http "${args[@]}" >"$file" 2>>"$OUT/bench.log"
     FILES+=("$file")
 }
 
+# Interleaved: every server once per round, so slow drifts in what else
+# runs on the box hit all of them alike. Only pith builds compress.
 for conns in $CONNECTIONS; do
     for _ in $(seq "$REPEAT"); do
-        for gz in $GZIP_MODES; do
-            bench pith "$PORT" "$PITH_PID" "$gz" "$conns"
+        for server in $SERVERS; do
+            case $server in
+            pith*) for gz in $GZIP_MODES; do bench "$server" "$gz" "$conns"; done ;;
+            *) bench "$server" no "$conns" ;;
+            esac
         done
-        bench hello "$HELLO_PORT" "$HELLO_PID" no "$conns"
     done
 done
 
 echo "### $DATASET: $TOPICS topics, ${DURATION} s after ${WARMUP} s warm-up, $(if [[ -n $RATE ]]; then echo "open loop at $RATE req/s"; else echo "closed loop"; fi)"
 echo
+echo "Servers: $SERVERS$([[ $PIN == yes ]] && echo ", pinned to core 0 (load generator on core 1)")."
+echo
 echo "Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)), $(free -g | awk '/^Mem:/{print $2}') GiB,"\
     "Linux $(uname -r); commit $(git describe --always --dirty 2>/dev/null || echo unknown);" \
     "load generator and servers share the cores."
 echo
-"$BIN" bench table "${FILES[@]}"
+BASELINES=hello
+[[ " $SERVERS " == *" c "* ]] && BASELINES=hello,c
+"$BIN" bench table --baseline "$BASELINES" "${FILES[@]}"
+echo
+echo "Peak RSS of each server since it started (VmHWM), after all runs:"
+for label in "${!PID_OF[@]}"; do
+    printf -- "- %s: %s\n" "$label" "$(awk '/^VmHWM:/ { printf "%.0f MB", $2 * 1024 / 1e6 }' "/proc/${PID_OF[$label]}/status")"
+done
+if [[ $PLOT == yes ]]; then
+    "$BIN" bench plot --title "$DATASET, $(if [[ -n $RATE ]]; then echo "$RATE req/s"; else echo "closed loop"; fi)" \
+        --out "$OUT/plot.svg" "${FILES[@]}"
+    command -v rsvg-convert >/dev/null && rsvg-convert -o "$OUT/plot.png" "$OUT/plot.svg"
+    echo
+    echo "Plot: $OUT/plot.svg"
+fi
 
 if [[ $WRK == yes ]]; then
     if ! command -v wrk >/dev/null; then
@@ -150,15 +223,16 @@ if [[ $WRK == yes ]]; then
             exit 0
         fi
     fi
-    wrk_run() { # label port gzip connections
-        local label=$1 port=$2 gz=$3 conns=$4 file
+    wrk_run() { # label gzip connections
+        local label=$1 gz=$2 conns=$3 file
+        local port=${PORT_OF[$label]}
         file="$OUT/wrk-$label-$conns-gzip_$gz.txt"
-        export PITH_TOPICS=$TOPICS PITH_BENCH_TOKEN=$TOKEN PITH_WRITE_RATIO=$WRITE_RATIO
+        export PITH_TOPICS=$TOPICS PITH_BENCH_TOKEN=${TOKEN_OF[$label]} PITH_WRITE_RATIO=$WRITE_RATIO
         export PITH_ACCEPT_GZIP=$([[ $gz == yes ]] && echo 1 || echo 0)
         local args=(-t 2 -c "$conns" --timeout 10s -s bench/mix.lua "http://127.0.0.1:$port")
         log "wrk: $label, $conns connections, gzip $gz"
-        timeout $((WARMUP + 30)) wrk -d "${WARMUP}s" "${args[@]}" >/dev/null
-        timeout $((DURATION + 30)) wrk -d "${DURATION}s" --latency "${args[@]}" >"$file"
+        timeout $((WARMUP + 30)) "${BENCH_CPU[@]}" wrk -d "${WARMUP}s" "${args[@]}" >/dev/null
+        timeout $((DURATION + 30)) "${BENCH_CPU[@]}" wrk -d "${DURATION}s" --latency "${args[@]}" >"$file"
         awk -v label="$label" -v conns="$conns" -v gz="$gz" '
             /^ +Latency +[0-9]/ { max = $4 }
             /^ +50% / { p50 = $2 }
@@ -171,13 +245,15 @@ if [[ $WRK == yes ]]; then
     }
     : >"$OUT/wrk.rows"
     for conns in $CONNECTIONS; do
-        for gz in $GZIP_MODES; do
-            wrk_run pith "$PORT" "$gz" "$conns"
+        for server in $SERVERS; do
+            case $server in
+            pith*) for gz in $GZIP_MODES; do wrk_run "$server" "$gz" "$conns"; done ;;
+            *) wrk_run "$server" no "$conns" ;;
+            esac
         done
-        wrk_run hello "$HELLO_PORT" no "$conns"
     done
     echo
-    echo "Cross-check with wrk 4 (closed loop, 2 threads, same mix via bench/mix.lua):"
+    echo "Cross-check with wrk 4 (closed loop, 2 threads, same mix via bench/mix.lua; vs hello):"
     echo
     echo "| server | conns | gzip | req/s | vs hello | p50 | p99 | max | non-2xx | socket errors |"
     echo "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|"

@@ -67,6 +67,8 @@ pub struct Plan {
     /// Longest wait for one answer before it counts as an error.
     pub timeout: Duration,
     pub seed: u64,
+    /// Live counters for the progress line.
+    pub progress: super::monitor::Progress,
 }
 
 impl Plan {
@@ -142,6 +144,10 @@ pub async fn run(plan: Arc<Plan>, index: usize, start: Instant) -> WorkerResults
         let done = Instant::now();
         let counted = plan.window.records(due - start, done - start);
         let results = if write { &mut out.writes } else { &mut out.reads };
+        match &outcome {
+            Ok(Ok(_)) => plan.progress.answered(),
+            _ => plan.progress.failed(),
+        }
         match outcome {
             Ok(Ok((status, bytes))) if counted => results.record(done - due, status, bytes),
             Ok(Ok(_)) => {}
@@ -273,6 +279,7 @@ mod tests {
             window: Window::new(Duration::ZERO, Duration::from_secs(1)),
             timeout: Duration::from_secs(1),
             seed: 1,
+            progress: Default::default(),
         };
         let get = plan.get(7);
         assert_eq!(get.uri(), "/api/v1/topics/7");

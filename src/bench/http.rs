@@ -11,7 +11,7 @@ use clap::Args;
 use hyper::header::HeaderValue;
 
 use super::conn::{self, Plan, Target};
-use super::procstat::{self, Sample};
+use super::monitor::{self, Progress};
 use super::report::{KindSummary, Summary};
 use super::results::WorkerResults;
 use super::schedule::Window;
@@ -44,6 +44,11 @@ pub struct HttpArgs {
     /// Share of requests that are posts (needs --token).
     #[arg(long, default_value_t = 0.01)]
     pub write_ratio: f64,
+
+    /// Reads to posts as `READS:POSTS`, e.g. `99:1` (the WORKLOAD.md mix) or `100:0`;
+    /// the same as --write-ratio POSTS/(READS+POSTS).
+    #[arg(long, value_parser = parse_mix, conflicts_with = "write_ratio")]
+    pub mix: Option<f64>,
 
     /// API token for posts (`pith user add` prints one); without it, reads only.
     #[arg(long, env = "PITH_BENCH_TOKEN", hide_env_values = true)]
@@ -109,7 +114,7 @@ pub fn main(args: HttpArgs) -> anyhow::Result<()> {
     if !(1..=MAX_CONNECTIONS).contains(&args.connections) {
         anyhow::bail!("--connections must be between 1 and {MAX_CONNECTIONS}");
     }
-    if !(0.0..=1.0).contains(&args.write_ratio) {
+    if !(0.0..=1.0).contains(&args.write_ratio()) {
         anyhow::bail!("--write-ratio must be between 0 and 1");
     }
     if args.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
@@ -153,7 +158,7 @@ pub fn run(args: &HttpArgs) -> anyhow::Result<Summary> {
                 s.spawn(move || load_thread(plan, t, threads, start))
             })
             .collect();
-        let usage = sample_window(args.server_pid, start, plan.window);
+        let usage = monitor::watch(args.server_pid, start, plan.window, &plan.progress);
         let mut all = WorkerResults::default();
         for h in handles {
             let results = h.join().map_err(|_| anyhow::anyhow!("a load thread panicked"))??;
@@ -180,6 +185,8 @@ pub fn run(args: &HttpArgs) -> anyhow::Result<Summary> {
         unfinished: all.unfinished,
         server_cpu_percent: usage.server_cpu,
         server_rss_mb: usage.server_rss_mb,
+        server_peak_rss_mb: usage.server_peak_rss_mb,
+        server_hwm_mb: usage.server_hwm_mb,
         bench_cpu_percent: usage.bench_cpu,
         machine_cpu_percent: usage.machine_cpu,
         reads: KindSummary::new(&all.reads, secs),
@@ -206,7 +213,7 @@ async fn plan(args: &HttpArgs) -> anyhow::Result<Plan> {
     Ok(Plan {
         target,
         topics,
-        write_ratio: if auth.is_some() { args.write_ratio } else { 0.0 },
+        write_ratio: if auth.is_some() { args.write_ratio() } else { 0.0 },
         auth,
         accept_gzip: args.accept_gzip,
         rate: args.rate,
@@ -214,7 +221,27 @@ async fn plan(args: &HttpArgs) -> anyhow::Result<Plan> {
         window: Window::new(args.warmup, args.duration),
         timeout: args.timeout,
         seed: args.seed,
+        progress: Progress::default(),
     })
+}
+
+impl HttpArgs {
+    /// Share of posts: from `--mix` when given, else `--write-ratio`.
+    pub fn write_ratio(&self) -> f64 {
+        self.mix.unwrap_or(self.write_ratio)
+    }
+}
+
+/// `--mix READS:POSTS` as the share of posts.
+pub fn parse_mix(s: &str) -> Result<f64, String> {
+    let bad = || format!("`{s}` is not a mix like 99:1 (reads:posts)");
+    let (reads, posts) = s.split_once(':').ok_or_else(bad)?;
+    let reads: f64 = reads.trim().parse().map_err(|_| bad())?;
+    let posts: f64 = posts.trim().parse().map_err(|_| bad())?;
+    if !(reads.is_finite() && posts.is_finite() && reads >= 0.0 && posts >= 0.0 && reads + posts > 0.0) {
+        return Err(bad());
+    }
+    Ok(posts / (reads + posts))
 }
 
 /// Connections `thread`, `thread + threads`, ... on this thread's runtime;
@@ -233,31 +260,6 @@ fn load_thread(plan: Arc<Plan>, thread: usize, threads: usize, start: Instant) -
     })
 }
 
-/// CPU and memory use over the window.
-#[derive(Debug, Default)]
-struct Usage {
-    server_cpu: Option<f64>,
-    server_rss_mb: Option<f64>,
-    bench_cpu: Option<f64>,
-    machine_cpu: Option<f64>,
-}
-
-/// Sleeps through the run, reading `/proc` when the window opens and closes.
-fn sample_window(server: Option<u32>, start: Instant, window: Window) -> Usage {
-    let read = || (server.and_then(|p| procstat::sample(Some(p))), procstat::sample(None), procstat::machine());
-    std::thread::sleep((start + window.warmup).saturating_duration_since(Instant::now()));
-    let before = read();
-    std::thread::sleep((start + window.end).saturating_duration_since(Instant::now()));
-    let after = read();
-    let cpu = |b: Option<Sample>, a: Option<Sample>| Some(procstat::cpu_percent(&b?, &a?));
-    Usage {
-        server_cpu: cpu(before.0, after.0),
-        server_rss_mb: after.0.map(|s| s.rss as f64 / 1e6),
-        bench_cpu: cpu(before.1, after.1),
-        machine_cpu: before.2.zip(after.2).map(|(b, a)| procstat::machine_percent(&b, &a)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,5 +271,16 @@ mod tests {
         assert!("0".parse::<Topics>().is_err());
         assert!("-3".parse::<Topics>().is_err());
         assert!("many".parse::<Topics>().is_err());
+    }
+
+    #[test]
+    fn a_mix_gives_the_share_of_posts() {
+        assert_eq!(parse_mix("99:1"), Ok(0.01));
+        assert_eq!(parse_mix("100:0"), Ok(0.0));
+        assert_eq!(parse_mix("0:1"), Ok(1.0));
+        assert_eq!(parse_mix("3:1"), Ok(0.25));
+        for bad in ["99", "0:0", "a:b", "-1:2", "1:inf", ""] {
+            assert!(parse_mix(bad).is_err(), "{bad}");
+        }
     }
 }

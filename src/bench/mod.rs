@@ -12,12 +12,16 @@
 //! - `report`: the summary (text and JSON) and the markdown table.
 //! - `probe`: finding the highest topic id on a live server.
 //! - `procstat`: CPU time and memory of a process, from `/proc`.
+//! - `monitor`: what is watched during a run (CPU, peak RSS, progress line).
+//! - `plot`: `pith bench plot`, an SVG of throughput and latency per run.
 //! - `hello`: `pith bench hello`, the reference server.
 //! - `write`: `pith bench write`, the storage engine's durable insert rate.
 
 mod conn;
 pub mod hello;
 pub mod http;
+pub mod monitor;
+pub mod plot;
 pub mod probe;
 pub mod procstat;
 pub mod report;
@@ -43,6 +47,8 @@ pub enum BenchCommand {
     Hello(hello::HelloArgs),
     /// Render `pith bench http --json` outputs as a markdown table, with ratios against a baseline.
     Table(report::TableArgs),
+    /// Draw `pith bench http --json` outputs as an SVG: req/s and read latency per run.
+    Plot(plot::PlotArgs),
     /// Open N live subscribers against a running server: connect rate, server memory per socket,
     /// ping round trips and fan-out latency of one post to all of them (docs/LIVE.md).
     Ws(crate::live::loadgen::WsBenchArgs),
@@ -55,6 +61,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Http(a) => http::main(a),
         BenchCommand::Hello(a) => hello::main(a),
         BenchCommand::Table(a) => report::table_main(a),
+        BenchCommand::Plot(a) => plot::main(a),
         BenchCommand::Ws(a) => crate::live::loadgen::main(a),
         BenchCommand::Write(a) => write::main(a),
     }

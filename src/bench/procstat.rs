@@ -12,6 +12,8 @@ pub struct Sample {
     pub cpu: Duration,
     /// Resident set size, in bytes.
     pub rss: u64,
+    /// Peak resident set size since the process started (`VmHWM`), in bytes.
+    pub rss_peak: u64,
 }
 
 /// Reads process `pid` (`None`: this process).
@@ -23,7 +25,9 @@ pub fn sample(pid: Option<u32>) -> Option<Sample> {
     let stat = std::fs::read_to_string(format!("{dir}/stat")).ok()?;
     let status = std::fs::read_to_string(format!("{dir}/status")).ok()?;
     let ticks = cpu_ticks(&stat)?;
-    Some(Sample { at: Instant::now(), cpu: ticks_to_duration(ticks, clock_ticks()), rss: rss_bytes(&status)? })
+    let rss = kb_field(&status, "VmRSS:")?;
+    let rss_peak = kb_field(&status, "VmHWM:").unwrap_or(rss);
+    Some(Sample { at: Instant::now(), cpu: ticks_to_duration(ticks, clock_ticks()), rss, rss_peak })
 }
 
 /// One reading of the whole machine's CPU time (`/proc/stat`).
@@ -79,9 +83,9 @@ fn cpu_ticks(stat: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
-/// `VmRSS` from `/proc/PID/status`.
-fn rss_bytes(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+/// A `kB` field of `/proc/PID/status` (`VmRSS:`, `VmHWM:`), in bytes.
+fn kb_field(status: &str, name: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(name))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
 }
@@ -115,9 +119,10 @@ mod tests {
 
     #[test]
     fn rss_is_read_in_bytes() {
-        let status = "Name:\tpith\nVmPeak:\t  99999 kB\nVmRSS:\t   10240 kB\nThreads:\t5\n";
-        assert_eq!(rss_bytes(status), Some(10 << 20));
-        assert_eq!(rss_bytes("Name:\tkthread\n"), None);
+        let status = "Name:\tpith\nVmPeak:\t  99999 kB\nVmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\nThreads:\t5\n";
+        assert_eq!(kb_field(status, "VmRSS:"), Some(10 << 20));
+        assert_eq!(kb_field(status, "VmHWM:"), Some(20 << 20));
+        assert_eq!(kb_field("Name:\tkthread\n", "VmRSS:"), None);
     }
 
     #[test]
@@ -140,8 +145,8 @@ mod tests {
     #[test]
     fn cpu_percent_is_relative_to_one_core() {
         let at = Instant::now();
-        let before = Sample { at, cpu: Duration::from_secs(1), rss: 0 };
-        let after = Sample { at: at + Duration::from_secs(10), cpu: Duration::from_secs(16), rss: 0 };
+        let before = Sample { at, cpu: Duration::from_secs(1), rss: 0, rss_peak: 0 };
+        let after = Sample { at: at + Duration::from_secs(10), cpu: Duration::from_secs(16), rss: 0, rss_peak: 0 };
         assert!((cpu_percent(&before, &after) - 150.0).abs() < 1e-9);
     }
 
@@ -150,6 +155,7 @@ mod tests {
         if cfg!(target_os = "linux") {
             let s = sample(None).expect("/proc/self is readable");
             assert!(s.rss > 0);
+            assert!(s.rss_peak >= s.rss, "{s:?}");
         }
     }
 }

@@ -35,6 +35,12 @@ pub struct Summary {
     /// CPU use of `--server-pid` over the window, in % of one core.
     pub server_cpu_percent: Option<f64>,
     pub server_rss_mb: Option<f64>,
+    /// Largest server RSS sampled (every 100 ms) during warm-up and window.
+    #[serde(default)]
+    pub server_peak_rss_mb: Option<f64>,
+    /// The server's `VmHWM` at the end: its peak RSS since it started.
+    #[serde(default)]
+    pub server_hwm_mb: Option<f64>,
     /// CPU use of the load generator itself over the window.
     pub bench_cpu_percent: Option<f64>,
     /// Busy CPU of the whole machine over the window (200 % = both cores of
@@ -189,6 +195,9 @@ impl Summary {
             let per_req = self.server_cpu_per_request_us().unwrap_or(0.0);
             let _ =
                 write!(s, "\n  server: {cpu:.0} % CPU ({per_req:.1} µs per request), {rss:.1} MB resident at the end");
+            if let (Some(peak), Some(hwm)) = (self.server_peak_rss_mb, self.server_hwm_mb) {
+                let _ = write!(s, ", {peak:.1} MB at most during the run, {hwm:.1} MB peak since it started");
+            }
         }
         if let Some(cpu) = self.bench_cpu_percent {
             let _ = write!(s, "\n  load generator: {cpu:.0} % CPU");
@@ -215,9 +224,10 @@ pub struct TableArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
 
-    /// Label of the runs that throughput is compared against (same connection count and rate).
-    #[arg(long, default_value = "hello")]
-    pub baseline: String,
+    /// Labels of the runs that throughput is compared against (same connection count and
+    /// rate), one ratio column each: `--baseline hello,c`.
+    #[arg(long, default_value = "hello", value_delimiter = ',')]
+    pub baseline: Vec<String>,
 }
 
 pub fn table_main(args: TableArgs) -> anyhow::Result<()> {
@@ -226,52 +236,50 @@ pub fn table_main(args: TableArgs) -> anyhow::Result<()> {
         let text = std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
         runs.push(serde_json::from_str(&text).with_context(|| format!("{} is not a bench summary", f.display()))?);
     }
-    print!("{}", table(&runs, &args.baseline));
+    let baselines: Vec<&str> = args.baseline.iter().map(String::as_str).collect();
+    print!("{}", table(&runs, &baselines));
     Ok(())
 }
 
-/// One markdown row per run, in the order given.
-pub fn table(runs: &[Summary], baseline: &str) -> String {
-    let mut s = format!(
-        "| server | conns | load | gzip | req/s | vs {baseline} | read p50 | read p99 | read p99.9 | read max \
-         | write p99 | writes/s | MB/s | server CPU | server µs/req | bench CPU | machine CPU | server RSS | non-2xx \
-         | errors |\n"
+/// One markdown row per run, in the order given, with one ratio column per baseline.
+pub fn table(runs: &[Summary], baselines: &[&str]) -> String {
+    let mut s = String::from("| server | conns | load | gzip | req/s |");
+    for b in baselines {
+        let _ = write!(s, " vs {b} |");
+    }
+    s.push_str(
+        " read p50 | read p90 | read p99 | read p99.9 | read max | write p99 | writes/s | MB/s | server CPU \
+         | server µs/req | bench CPU | machine CPU | server RSS | peak RSS | non-2xx | errors |\n",
     );
-    s.push_str("|---|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    s.push_str("|---|--:|---|---|--:|");
+    s.push_str(&"--:|".repeat(baselines.len()));
+    s.push_str("--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (i, r) in runs.iter().enumerate() {
-        // With repeated runs, the k-th run of a kind meets the k-th baseline run.
-        let same_kind = |b: &Summary| {
-            b.label == r.label && b.accept_gzip == r.accept_gzip && b.connections == r.connections && b.rate == r.rate
-        };
-        let ordinal = runs[..i].iter().filter(|b| same_kind(b)).count();
-        let bases: Vec<&Summary> = runs
-            .iter()
-            .filter(|b| b.label.as_deref() == Some(baseline) && b.connections == r.connections && b.rate == r.rate)
-            .collect();
-        let base = bases.get(ordinal.min(bases.len().saturating_sub(1)));
-        let ratio = match base {
-            Some(b) if b.total.requests_per_s > 0.0 => {
-                format!("{:.2}", r.total.requests_per_s / b.total.requests_per_s)
-            }
-            _ => "-".to_owned(),
-        };
         let pct = |x: Option<f64>| x.map(|v| format!("{v:.0} %")).unwrap_or_else(|| "-".to_owned());
+        let mb = |x: Option<f64>| x.map(|m| format!("{m:.0} MB")).unwrap_or_else(|| "-".to_owned());
         let write_p99 = if r.writes.responses > 0 { fmt_ms(r.writes.latency_ms.p99) } else { "-".to_owned() };
         let load = r.rate.map(|x| format!("{x:.0}/s")).unwrap_or_else(|| "max".to_owned());
         let mut errors = r.total.errors.to_string();
         if r.unfinished > 0 {
             let _ = write!(errors, " (+{} unfinished)", r.unfinished);
         }
-        let _ = writeln!(
+        let _ = write!(
             s,
-            "| {} | {} | {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {:.0} |",
             r.label.as_deref().unwrap_or(&r.url),
             r.connections,
             load,
             if r.accept_gzip { "yes" } else { "no" },
             r.total.requests_per_s,
-            ratio,
+        );
+        for b in baselines {
+            let _ = write!(s, " {} |", ratio(runs, i, b));
+        }
+        let _ = writeln!(
+            s,
+            " {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |",
             fmt_ms(r.reads.latency_ms.p50),
+            fmt_ms(r.reads.latency_ms.p90),
             fmt_ms(r.reads.latency_ms.p99),
             fmt_ms(r.reads.latency_ms.p999),
             fmt_ms(r.reads.latency_ms.max),
@@ -282,12 +290,32 @@ pub fn table(runs: &[Summary], baseline: &str) -> String {
             r.server_cpu_per_request_us().map(|us| format!("{us:.1}")).unwrap_or_else(|| "-".to_owned()),
             pct(r.bench_cpu_percent),
             pct(r.machine_cpu_percent),
-            r.server_rss_mb.map(|m| format!("{m:.0} MB")).unwrap_or_else(|| "-".to_owned()),
+            mb(r.server_rss_mb),
+            mb(r.server_peak_rss_mb),
             r.total.non_2xx(),
             errors,
         );
     }
     s
+}
+
+/// Run `i`'s req/s over the `baseline` run it meets: same connection count
+/// and rate; with repeated runs, the k-th run of a kind meets the k-th
+/// baseline run (A B A B interleaving compares neighbours).
+fn ratio(runs: &[Summary], i: usize, baseline: &str) -> String {
+    let r = &runs[i];
+    let same_kind = |b: &Summary| {
+        b.label == r.label && b.accept_gzip == r.accept_gzip && b.connections == r.connections && b.rate == r.rate
+    };
+    let ordinal = runs[..i].iter().filter(|b| same_kind(b)).count();
+    let bases: Vec<&Summary> = runs
+        .iter()
+        .filter(|b| b.label.as_deref() == Some(baseline) && b.connections == r.connections && b.rate == r.rate)
+        .collect();
+    match bases.get(ordinal.min(bases.len().saturating_sub(1))) {
+        Some(b) if b.total.requests_per_s > 0.0 => format!("{:.2}", r.total.requests_per_s / b.total.requests_per_s),
+        _ => "-".to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -322,6 +350,8 @@ mod tests {
             unfinished: 0,
             server_cpu_percent: Some(95.0),
             server_rss_mb: None,
+            server_peak_rss_mb: None,
+            server_hwm_mb: None,
             bench_cpu_percent: None,
             machine_cpu_percent: None,
             total: reads.clone(),
@@ -357,11 +387,11 @@ mod tests {
     #[test]
     fn the_table_gives_each_run_a_ratio_against_the_baseline_with_the_same_connections() {
         let runs = [summary("pith", 50, 500), summary("hello", 50, 1000), summary("pith", 400, 300)];
-        let t = table(&runs, "hello");
+        let t = table(&runs, &["hello"]);
         let rows: Vec<&str> = t.lines().collect();
         assert_eq!(rows.len(), 5);
         assert!(rows[0].contains("vs hello"));
-        assert!(rows[2].starts_with("| pith | 50 | max | no | 500 | 0.50 | 2.00ms |"), "{}", rows[2]);
+        assert!(rows[2].starts_with("| pith | 50 | max | no | 500 | 0.50 | 2.00ms | 2.00ms |"), "{}", rows[2]);
         assert!(rows[3].starts_with("| hello | 50 | max | no | 1000 | 1.00 |"), "{}", rows[3]);
         assert!(rows[4].starts_with("| pith | 400 | max | no | 300 | - |"), "{}", rows[4]);
         assert!(rows[2].contains("| 95 % | 1900.0 |"), "{}", rows[2]);
@@ -371,7 +401,7 @@ mod tests {
     fn repeated_runs_are_compared_with_the_nearest_baseline() {
         let runs =
             [summary("pith", 50, 500), summary("hello", 50, 1000), summary("pith", 50, 400), summary("hello", 50, 500)];
-        let t = table(&runs, "hello");
+        let t = table(&runs, &["hello"]);
         let rows: Vec<&str> = t.lines().skip(2).collect();
         assert!(rows[0].contains("| 500 | 0.50 |"), "{}", rows[0]);
         assert!(rows[2].contains("| 400 | 0.80 |"), "{}", rows[2]);

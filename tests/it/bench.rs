@@ -1,9 +1,14 @@
-//! `pith bench write` with the real binary: it reports durable inserts and
-//! finds every acknowledged one in the file afterwards.
+//! The bench commands with the real binary on tiny loads: `pith bench
+//! write` finds every acknowledged insert afterwards; `pith bench http`
+//! reports sane numbers against `pith bench hello` and `pith bench plot`
+//! draws them as SVG; the C design of bench/c builds, serves pith's JSON
+//! from a seeded pith.db and stores posts the way pith does.
 
 use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 
-use crate::child::run_pith;
+use crate::child::{Server, pith, run_pith, user_add};
+use crate::helpers::{client, fetch};
 
 #[tokio::test]
 async fn bench_write_reports_durable_inserts_that_are_all_in_the_file() {
@@ -25,4 +30,161 @@ async fn bench_write_reports_durable_inserts_that_are_all_in_the_file() {
     let again = run_pith(&args).await;
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("fresh database"));
+}
+
+/// A child process killed and reaped when dropped.
+struct Guard(std::process::Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// Waits until something listens on `port`, failing if `child` exits first.
+async fn wait_listening(child: &mut Guard, port: u16) {
+    for _ in 0..500 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return;
+        }
+        assert!(child.0.try_wait().expect("try_wait").is_none(), "the server exited before listening");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("nothing listens on port {port} after 10 s");
+}
+
+#[tokio::test]
+async fn bench_http_reports_a_tiny_mixed_load_and_plot_draws_it_as_svg() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let hello = pith().args(["bench", "hello", "--listen", &format!("127.0.0.1:{port}")]).spawn().expect("spawn");
+    let mut hello = Guard(hello);
+    wait_listening(&mut hello, port).await;
+    let url = format!("http://127.0.0.1:{port}");
+    let pid = hello.0.id().to_string();
+    let args = ["bench", "http", "--url", &url, "--connections", "4", "--duration", "1s", "--warmup", "200ms"];
+    let more = ["--topics", "10", "--mix", "50:50", "--token", "t", "--label", "hello", "--server-pid", &pid, "--json"];
+    let args: Vec<&OsStr> = args.iter().chain(more.iter()).map(OsStr::new).collect();
+    let out = run_pith(&args).await;
+    assert!(out.status.success(), "bench http failed: {}", String::from_utf8_lossy(&out.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    assert_eq!(s["write_ratio"], 0.5, "{s}");
+    assert!(s["reads"]["responses"].as_u64().expect("reads") > 0, "{s}");
+    assert!(s["writes"]["responses"].as_u64().expect("writes") > 0, "{s}");
+    assert_eq!(s["total"]["errors"], 0, "{s}");
+    assert!(s["total"]["mb_per_s"].as_f64().expect("MB/s") > 0.0, "{s}");
+    let l = &s["reads"]["latency_ms"];
+    let at = |k: &str| l[k].as_f64().expect("a latency");
+    assert!(0.0 < at("p50") && at("p50") <= at("p90") && at("p90") <= at("p99") && at("p99") <= at("max"), "{l}");
+    let (rss, peak) = (s["server_rss_mb"].as_f64().expect("rss"), s["server_peak_rss_mb"].as_f64().expect("peak"));
+    assert!(rss > 0.0 && peak >= rss, "{s}");
+
+    let json = dir.path().join("run.json");
+    std::fs::write(&json, &out.stdout).expect("write JSON");
+    let svg = dir.path().join("plot.svg");
+    let args: Vec<&OsStr> =
+        vec!["bench".as_ref(), "plot".as_ref(), json.as_os_str(), "--out".as_ref(), svg.as_os_str()];
+    let out = run_pith(&args).await;
+    assert!(out.status.success(), "bench plot failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&svg).expect("the SVG file");
+    let doc = roxmltree::Document::parse(&text).expect("well-formed XML");
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    assert_eq!(doc.root_element().tag_name().namespace(), Some("http://www.w3.org/2000/svg"));
+    let rects = doc.descendants().filter(|n| n.has_tag_name("rect")).count();
+    assert!(rects >= 4, "a background, a req/s bar and two latency bars: {text}");
+    assert!(doc.descendants().any(|n| n.text().is_some_and(|t| t.starts_with("hello · 4 conns"))), "{text}");
+}
+
+#[tokio::test]
+async fn bench_http_rejects_a_bad_mix_with_a_readable_message() {
+    let args: Vec<&OsStr> = ["bench", "http", "--mix", "99", "--topics", "3"].iter().map(OsStr::new).collect();
+    let out = run_pith(&args).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a mix like 99:1"));
+}
+
+/// Builds bench/c/cserver.c with gcc (test.sh installs gcc, libsqlite3-dev and libssl-dev).
+fn build_c_server(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/c/cserver.c");
+    let bin = dir.join("cserver");
+    let out = std::process::Command::new("gcc")
+        .args(["-O2", "-Wall", "-Werror", "-pthread", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .args(["-lsqlite3", "-lcrypto"])
+        .output()
+        .expect("run gcc");
+    assert!(out.status.success(), "gcc failed: {}", String::from_utf8_lossy(&out.stderr));
+    bin
+}
+
+#[tokio::test]
+async fn the_c_design_serves_pith_json_from_a_seeded_pith_db_and_stores_posts_like_pith() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let args: Vec<&OsStr> =
+        vec!["seed".as_ref(), "--scale".as_ref(), "0.01".as_ref(), "--data-dir".as_ref(), data.as_ref()];
+    let seeded = run_pith(&args).await;
+    assert!(seeded.status.success(), "seed: {}", String::from_utf8_lossy(&seeded.stderr));
+    let token = user_add(&data, "cbench", false).await;
+    // pith serve stores the rendered HTML of the seeded posts when it opens the file.
+    let pith_server = Server::start(&data, dir.path().join("pith.log"), std::time::Duration::from_secs(30)).await;
+    let bin = build_c_server(dir.path());
+    let port = free_port();
+    let c = std::process::Command::new(&bin)
+        .arg(port.to_string())
+        .arg(data.join("pith.db"))
+        .arg("2")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn cserver");
+    let mut c = Guard(c);
+    wait_listening(&mut c, port).await;
+    let base = format!("http://127.0.0.1:{port}");
+    let http = client();
+
+    // GET: the same JSON as pith's for the same topic.
+    let from_c = fetch(http.get(format!("{base}/api/v1/topics/3"))).await;
+    assert_eq!(from_c.status, 200);
+    assert_eq!(from_c.header("connection"), Some("close"));
+    let from_pith = fetch(http.get(pith_server.url("/api/v1/topics/3"))).await;
+    assert_eq!(from_pith.status, 200);
+    assert_eq!(from_c.json(), from_pith.json());
+    assert!(!from_c.json()["posts"].as_array().expect("posts").is_empty());
+    assert_eq!(fetch(http.get(format!("{base}/api/v1/topics/999999"))).await.status, 404);
+
+    // POST: stored with escaped HTML; the post count and the search index follow.
+    let before = from_c.json()["topic"]["post_count"].as_i64().expect("post_count");
+    let body = serde_json::json!({"body": "zyzzyva from the C design <b>bold</b> & more"});
+    let post = |tok: Option<&str>, topic: i64| {
+        let mut req = http.post(format!("{base}/api/v1/topics/{topic}/posts")).json(&body);
+        if let Some(t) = tok {
+            req = req.bearer_auth(t);
+        }
+        fetch(req)
+    };
+    let created = post(Some(&token), 3).await;
+    assert_eq!(created.status, 201, "{:?}", created.json());
+    let p = created.json();
+    assert_eq!(p["author"], "cbench");
+    assert_eq!(p["body_html"], "<p>zyzzyva from the C design &lt;b&gt;bold&lt;/b&gt; &amp; more</p>\n");
+    assert_eq!(post(None, 3).await.status, 401);
+    assert_eq!(post(Some("not-a-token"), 3).await.status, 401);
+    assert_eq!(post(Some(&token), 999_999).await.status, 404);
+    let bad = fetch(http.post(format!("{base}/api/v1/topics/3/posts")).bearer_auth(&token).body("{\"body\": 7}")).await;
+    assert_eq!(bad.status, 422);
+
+    let after = fetch(http.get(format!("{base}/api/v1/topics/3"))).await.json();
+    assert_eq!(after["topic"]["post_count"].as_i64(), Some(before + 1));
+    assert!(after["posts"].as_array().expect("posts").iter().any(|q| q["id"] == p["id"]));
+    let db = rusqlite::Connection::open(data.join("pith.db")).expect("open pith.db");
+    let found: i64 = db
+        .query_row("SELECT rowid FROM posts_fts WHERE posts_fts MATCH 'zyzzyva'", [], |r| r.get(0))
+        .expect("the FTS trigger indexed the post");
+    assert_eq!(Some(found), p["id"].as_i64());
 }

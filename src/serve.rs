@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::config::ServeConfig;
+use crate::config::{Backend, ServeConfig};
 use crate::http::{self, AppState};
+use crate::store::Store;
+use crate::store::postgres::{PgOptions, PgStore};
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 
 pub fn main(cfg: ServeConfig) -> anyhow::Result<()> {
@@ -14,12 +16,17 @@ pub fn main(cfg: ServeConfig) -> anyhow::Result<()> {
 }
 
 pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
-    let path = cfg.data.sqlite_path()?;
+    let backend = cfg.data.backend();
+    let database = match &backend {
+        Backend::Sqlite(path) => path.display().to_string(),
+        Backend::Postgres(url) => crate::config::redact_url(url),
+    };
     tracing::info!(
         listen = %cfg.listen,
         data_dir = %cfg.data.data_dir.display(),
-        database = %path.display(),
+        database = %database,
         readers = cfg.readers,
+        pg_pool_size = cfg.pg_pool_size,
         cache_mb = cfg.cache_mb,
         max_batch = cfg.max_batch,
         wal_limit_mb = cfg.wal_limit_mb,
@@ -54,16 +61,36 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
         real_ip_header = rate.real_ip_header.as_deref().unwrap_or("(none: the socket's peer)"),
         "rate limits"
     );
-    let opts = SqliteOptions {
-        readers: cfg.readers,
-        max_batch: cfg.max_batch,
-        wal_limit_bytes: cfg.wal_limit_mb << 20,
-        ..SqliteOptions::default()
-    };
-    let store = SqliteStore::open(&path, &opts).with_context(|| format!("cannot open database {}", path.display()))?;
-    // Held until the process exits: refuses a second server or a restore.
-    // Taken after the open so a bad database is reported as such first.
-    let _lock = crate::backup::ServeLock::acquire(&path, "starting another server")?;
+    match backend {
+        Backend::Sqlite(path) => {
+            let opts = SqliteOptions {
+                readers: cfg.readers,
+                max_batch: cfg.max_batch,
+                wal_limit_bytes: cfg.wal_limit_mb << 20,
+                ..SqliteOptions::default()
+            };
+            let store =
+                SqliteStore::open(&path, &opts).with_context(|| format!("cannot open database {}", path.display()))?;
+            // Held until the process exits: refuses a second server or a restore.
+            // Taken after the open so a bad database is reported as such first.
+            let _lock = crate::backup::ServeLock::acquire(&path, "starting another server")?;
+            launch(store, &cfg).await?;
+        }
+        // No lock: several nodes may serve one PostgreSQL database.
+        Backend::Postgres(url) => {
+            let opts = PgOptions { pool_size: cfg.pg_pool_size, ..PgOptions::default() };
+            let store = PgStore::connect(&url, &opts)
+                .await
+                .with_context(|| format!("cannot open database {}", crate::config::redact_url(&url)))?;
+            launch(store, &cfg).await?;
+        }
+    }
+    tracing::info!("stopped cleanly");
+    Ok(())
+}
+
+/// Binds and serves `store` until SIGINT or SIGTERM.
+async fn launch<S: Store>(store: S, cfg: &ServeConfig) -> anyhow::Result<()> {
     let listener = bind(cfg.listen).with_context(|| format!("cannot listen on {}", cfg.listen))?;
     tracing::info!(addr = %listener.local_addr()?, "serving");
     let state = AppState::with_config(store, cfg.cache_mb << 20, &cfg.live, &cfg.rate);
@@ -76,7 +103,6 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     };
     http::run_with_limits(listener, state, Duration::from_secs(cfg.request_timeout_secs), limits, shutdown_signal())
         .await?;
-    tracing::info!("stopped cleanly");
     Ok(())
 }
 

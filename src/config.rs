@@ -36,6 +36,9 @@ pub enum Command {
     /// Replace the database with a backup (stop `pith serve` first; the
     /// replaced database is kept beside it).
     Restore(RestoreConfig),
+    /// Copy a whole forum between SQLite and PostgreSQL, verified by counts
+    /// and checksums (stop the source server first).
+    Migrate(crate::migrate::MigrateConfig),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -179,6 +182,9 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub rate: RateConfig,
+
+    #[command(flatten)]
+    pub cluster: crate::cluster::ClusterConfig,
 
     /// Mark the web session cookies `Secure` (serve over HTTPS, e.g. behind a
     /// TLS proxy). They are also marked when a request carries

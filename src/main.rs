@@ -18,6 +18,7 @@ fn main() -> std::process::ExitCode {
         Command::Bench(args) => pith::bench::main(args),
         Command::Backup(cfg) => pith::backup::backup(cfg),
         Command::Restore(cfg) => pith::backup::restore(cfg),
+        Command::Migrate(cfg) => pith::migrate::main(cfg),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -95,6 +95,7 @@ async fn launch<S: Store>(store: S, cfg: &ServeConfig) -> anyhow::Result<()> {
     tracing::info!(addr = %listener.local_addr()?, "serving");
     let state = AppState::with_config(store, cfg.cache_mb << 20, &cfg.live, &cfg.rate);
     state.web.set_secure_cookies(cfg.secure_cookies);
+    crate::cluster::start(&state, &cfg.cluster, cfg.data.database.as_deref())?;
     let limits = http::server::ConnLimits {
         max_connections: cfg.max_connections.max(1),
         header_timeout: Duration::from_secs(cfg.header_timeout_secs.max(1)),

@@ -14,6 +14,8 @@
 //! - `store`: the `Store` trait as one story, for every backend.
 //! - `search`: full-text search, and the HTML stored with every body.
 //! - `fuzz_regressions`: saved fuzz inputs through the fuzz targets' checks.
+//! - `cluster`: two nodes on one PostgreSQL (LISTEN/NOTIFY and NATS buses),
+//!   and `pith migrate` SQLite -> PostgreSQL -> SQLite.
 //! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
 
 mod accounts;
@@ -23,6 +25,7 @@ mod bad_input;
 mod bench;
 mod cache;
 mod child;
+mod cluster;
 mod communities;
 mod concurrency;
 mod crash;

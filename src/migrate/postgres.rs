@@ -167,9 +167,12 @@ pub async fn reset_sequences(c: &impl GenericClient, tables: &[&str]) -> anyhow:
     for table in tables {
         let seq: Option<String> = c.query_one("SELECT pg_get_serial_sequence($1, 'id')", &[table]).await?.get(0);
         if let Some(seq) = seq {
-            c.execute(&format!("SELECT setval($1, COALESCE((SELECT max(id) FROM {table}), 0) + 1, false)"), &[&seq])
-                .await
-                .with_context(|| format!("cannot reset the sequence of {table}"))?;
+            c.execute(
+                &format!("SELECT setval($1::text::regclass, COALESCE((SELECT max(id) FROM {table}), 0) + 1, false)"),
+                &[&seq],
+            )
+            .await
+            .with_context(|| format!("cannot reset the sequence of {table}"))?;
         }
     }
     Ok(())

@@ -37,6 +37,7 @@ mod hygiene;
 mod limits;
 mod listings;
 mod live;
+mod migrate;
 mod moderation;
 mod openapi;
 mod pages;

@@ -8,6 +8,9 @@ echo "== formatting and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 
+echo "== NATS on 127.0.0.1:4222 for the cluster tests"
+tests/cluster/nats.sh
+
 echo "== unit and integration tests (real SQLite files, real sockets)"
 cargo test --locked --all-targets
 

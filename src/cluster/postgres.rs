@@ -22,6 +22,9 @@ use super::{Apply, Backoff, Envelope, Msg, Sink};
 
 const CHANNEL: &str = "pith_bus";
 
+/// The bus connection's `application_name` (see `pg_stat_activity`).
+pub const APPLICATION_NAME: &str = "pith-bus";
+
 /// Longest payload sent inline (PostgreSQL refuses 8000 bytes or more).
 pub const MAX_NOTIFY: usize = 7_900;
 
@@ -50,7 +53,10 @@ async fn session(
     reconnect: bool,
     backoff: &mut Backoff,
 ) -> anyhow::Result<()> {
-    let (client, mut conn) = tokio_postgres::connect(url, NoTls).await.context("cannot connect")?;
+    let mut config: tokio_postgres::Config = url.parse().context("bad database URL")?;
+    // Named, so an operator can tell the bus session from the pool's.
+    config.application_name(APPLICATION_NAME);
+    let (client, mut conn) = config.connect(NoTls).await.context("cannot connect")?;
     let (ntx, mut nrx) = mpsc::unbounded_channel::<String>();
     // The connection must be polled for notifications to arrive; this task
     // ends (closing `nrx`) when the connection does.

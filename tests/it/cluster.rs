@@ -153,6 +153,11 @@ async fn two_nodes_share_writes(bus: impl Fn(&str) -> Bus) {
     let (url, name) = fresh_database().await;
     let a = Node::start(&url, &bus(&url), "node-a").await;
     let b = Node::start(&url, &bus(&url), "node-b").await;
+    if matches!(bus(&url), Bus::Postgres(_)) {
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("connect");
+        tokio::spawn(conn);
+        bus_sessions(&client, 2).await;
+    }
     let token = admin(&a).await;
     let (status, body) =
         a.send(reqwest::Method::POST, "/api/v1/communities", &token, json!({"name": "pis", "title": "Pis"})).await;
@@ -202,4 +207,76 @@ async fn over_listen_notify_a_post_on_node_a_reaches_node_b_live_and_in_its_cach
 async fn over_nats_a_post_on_node_a_reaches_node_b_live_and_in_its_cache() {
     let nats = std::env::var("PITH_TEST_NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned());
     two_nodes_share_writes(|_| Bus::Nats(nats.clone())).await;
+}
+
+#[tokio::test]
+async fn after_its_bus_connection_is_cut_a_node_drops_its_cache_and_hears_the_others_again() {
+    let (url, name) = fresh_database().await;
+    let bus = Bus::Postgres(url.clone());
+    let a = Node::start(&url, &bus, "node-a").await;
+    let b = Node::start(&url, &bus, "node-b").await;
+    let token = admin(&a).await;
+    let (status, body) =
+        a.send(reqwest::Method::POST, "/api/v1/communities", &token, json!({"name": "pis", "title": "Pis"})).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, topic) = a
+        .send(reqwest::Method::POST, "/api/v1/communities/pis/topics", &token, json!({"title": "Cut", "body": "b"}))
+        .await;
+    assert_eq!(status, 201, "{topic}");
+    let id = topic["id"].as_i64().expect("id");
+    b.read_topic(id).await;
+    assert!(b.state.cache.bytes() > 0, "node B cached the topic");
+
+    // Cut both nodes' bus sessions, as a database restart or a network
+    // blip would.
+    let (admin_client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("connect");
+    tokio::spawn(conn);
+    bus_sessions(&admin_client, 2).await;
+    let cut = admin_client
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()",
+            &[&pith::cluster::postgres::APPLICATION_NAME],
+        )
+        .await
+        .expect("terminate");
+    assert_eq!(cut.len(), 2, "one bus session per node");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while b.state.cache.bytes() > 0 {
+        assert!(Instant::now() < deadline, "node B flushed its cache after reconnecting");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // The bus works again: a post on A reaches a subscriber on B.
+    let (mut ws, _) =
+        tokio_tungstenite::connect_async(format!("ws://{}/api/v1/live?topics={id}", b.addr)).await.expect("ws");
+    assert_eq!(next_json(&mut ws).await["type"], "subscribed");
+    bus_sessions(&admin_client, 2).await;
+    let (status, post) = a
+        .send(reqwest::Method::POST, &format!("/api/v1/topics/{id}/posts"), &token, json!({"body": "after the cut"}))
+        .await;
+    assert_eq!(status, 201, "{post}");
+    assert_eq!(next_json(&mut ws).await["post"]["body"], "after the cut");
+    drop(ws);
+    a.stop().await;
+    b.stop().await;
+    drop_database(&name).await;
+}
+
+/// Waits (up to 5 s) until `n` bus sessions are connected to the database.
+async fn bus_sessions(client: &tokio_postgres::Client, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let rows = client
+            .query(
+                "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()",
+                &[&pith::cluster::postgres::APPLICATION_NAME],
+            )
+            .await
+            .expect("activity");
+        if rows.len() == n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{n} bus sessions connected (have {})", rows.len());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -12,6 +12,9 @@ echo "== Debian packages the benchmark tests build bench/c/cserver.c with"
 dpkg -s gcc libsqlite3-dev libssl-dev >/dev/null 2>&1 ||
     { apt-get update -qq && apt-get install -y -qq gcc libsqlite3-dev libssl-dev >/dev/null; }
 
+echo "== NATS on 127.0.0.1:4222 for the cluster tests"
+tests/cluster/nats.sh
+
 echo "== unit and integration tests (real SQLite files, real sockets)"
 cargo test --locked --all-targets
 

@@ -115,6 +115,8 @@ struct Slot {
 
 struct Inner {
     entries: LruCache<i64, Slot>,
+    /// Bumped by `clear`: a render begun before it may not be stored.
+    epoch: u64,
     generations: HashMap<i64, u64>,
     in_flight: HashMap<Key, Flight>,
     bytes: usize,
@@ -127,17 +129,21 @@ pub struct TopicCache {
     /// wait for a render), for `/metrics`: one atomic add each.
     pub hits: prometheus_client::metrics::counter::Counter,
     pub misses: prometheus_client::metrics::counter::Counter,
+    /// Other nodes sharing the database, told of every invalidation
+    /// (`crate::cluster`); unset on a single node.
+    bus: std::sync::OnceLock<std::sync::Arc<crate::cluster::Sink>>,
 }
 
-/// A ticket taken before rendering; see the module comment.
+/// A ticket taken before rendering (epoch, generation); see the module comment.
 #[derive(Debug, Clone, Copy)]
-pub struct Ticket(u64);
+pub struct Ticket(u64, u64);
 
 impl TopicCache {
     pub fn new(budget_bytes: usize) -> TopicCache {
         TopicCache {
             inner: Mutex::new(Inner {
                 entries: LruCache::unbounded(),
+                epoch: 0,
                 generations: HashMap::new(),
                 in_flight: HashMap::new(),
                 bytes: 0,
@@ -145,7 +151,13 @@ impl TopicCache {
             budget: budget_bytes,
             hits: Default::default(),
             misses: Default::default(),
+            bus: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Tells other nodes of every invalidation from now on; set once.
+    pub fn set_bus(&self, bus: Arc<crate::cluster::Sink>) {
+        let _ = self.bus.set(bus);
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -192,7 +204,8 @@ impl TopicCache {
 
     /// Call before reading the data a render will use.
     pub fn ticket(&self, topic: i64) -> Ticket {
-        Ticket(self.lock().generations.get(&topic).copied().unwrap_or(0))
+        let inner = self.lock();
+        Ticket(inner.epoch, inner.generations.get(&topic).copied().unwrap_or(0))
     }
 
     /// Stores a render unless the topic changed since `ticket` was taken.
@@ -202,7 +215,7 @@ impl TopicCache {
             return; // one huge topic must not flush everything else
         }
         let mut inner = self.lock();
-        if inner.generations.get(&key.0).copied().unwrap_or(0) != ticket.0 {
+        if inner.epoch != ticket.0 || inner.generations.get(&key.0).copied().unwrap_or(0) != ticket.1 {
             return;
         }
         let slot = inner.entries.get_or_insert_mut(key.0, Slot::default);
@@ -219,7 +232,16 @@ impl TopicCache {
 
     /// Evicts every rendering of `topic` (JSON, pages, posts) and forgets
     /// the renders of it in flight; call after a write to it commits.
+    /// Other nodes on the cluster bus evict it too.
     pub fn invalidate(&self, topic: i64) {
+        self.invalidate_local(topic);
+        if let Some(bus) = self.bus.get() {
+            bus.invalidate(topic);
+        }
+    }
+
+    /// `invalidate` on this node only: for another node's write.
+    pub fn invalidate_local(&self, topic: i64) {
         let mut inner = self.lock();
         *inner.generations.entry(topic).or_insert(0) += 1;
         // Only concurrent misses are in flight: a short map to scan.
@@ -230,10 +252,21 @@ impl TopicCache {
         // Generations only matter while a render may be in flight; keep
         // the map from growing with every topic ever written.
         if inner.generations.len() > 1_000_000 {
+            inner.epoch += 1;
             inner.generations.clear();
             inner.entries.clear();
             inner.bytes = 0;
         }
+    }
+
+    /// Drops every entry, and every render in flight may not be stored:
+    /// for when invalidations from other nodes may have been missed.
+    pub fn clear(&self) {
+        let mut inner = self.lock();
+        inner.epoch += 1;
+        inner.in_flight.clear();
+        inner.entries.clear();
+        inner.bytes = 0;
     }
 
     pub fn bytes(&self) -> usize {

@@ -43,6 +43,9 @@ pub enum Command {
     /// environment and config file): every setting, its value and where it
     /// came from.
     Config(ConfigShowConfig),
+    /// Copy a whole forum between SQLite and PostgreSQL, verified by counts
+    /// and checksums (stop the source server first).
+    Migrate(crate::migrate::MigrateConfig),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -90,26 +93,57 @@ pub struct DataConfig {
     pub data_dir: PathBuf,
 
     /// Database URL; default: the SQLite file `pith.db` inside the data dir.
-    /// Accepts `sqlite:PATH` or a plain path.
+    /// Accepts `sqlite:PATH`, a plain path, or a PostgreSQL URL
+    /// `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (docs/POSTGRES.md).
     #[arg(long, env = "PITH_DATABASE")]
     pub database: Option<String>,
 }
 
+/// Which database a command works on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// The SQLite file at this path.
+    Sqlite(PathBuf),
+    /// The PostgreSQL database at this URL.
+    Postgres(String),
+}
+
 impl DataConfig {
-    /// The SQLite file this configuration points at.
-    pub fn sqlite_path(&self) -> anyhow::Result<PathBuf> {
+    /// The backend and database this configuration points at.
+    pub fn backend(&self) -> Backend {
         match self.database.as_deref() {
-            None | Some("") => Ok(self.data_dir.join("pith.db")),
+            None | Some("") => Backend::Sqlite(self.data_dir.join("pith.db")),
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Backend::Postgres(url.to_owned())
+            }
             Some(url) => {
-                if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-                    anyhow::bail!(
-                        "PostgreSQL URLs are not supported by this build yet; use a SQLite path or sqlite:PATH"
-                    );
-                }
                 let path = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
-                Ok(PathBuf::from(path))
+                Backend::Sqlite(PathBuf::from(path))
             }
         }
+    }
+
+    /// The SQLite file this configuration points at, for the commands that
+    /// work on SQLite files only (backup, restore).
+    pub fn sqlite_path(&self) -> anyhow::Result<PathBuf> {
+        match self.backend() {
+            Backend::Sqlite(path) => Ok(path),
+            Backend::Postgres(_) => anyhow::bail!(
+                "this command works on SQLite databases only; back up and restore a PostgreSQL database \
+                 with pg_dump and pg_restore (see docs/POSTGRES.md)"
+            ),
+        }
+    }
+}
+
+/// `url` with its password masked, for logs and messages.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else { return url.to_owned() };
+    match rest[..at].split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***{}", &rest[at..]),
+        None => url.to_owned(),
     }
 }
 
@@ -129,6 +163,10 @@ pub struct ServeConfig {
     /// Byte budget of the rendered-response cache, in MiB (sized for a 1 GB Pi).
     #[arg(long, env = "PITH_CACHE_MB", default_value_t = 256)]
     pub cache_mb: usize,
+
+    /// Most PostgreSQL connections open at once (with a postgres:// database).
+    #[arg(long, env = "PITH_PG_POOL_SIZE", default_value_t = 16)]
+    pub pg_pool_size: usize,
 
     /// Most writes gathered into one transaction by the writer thread.
     #[arg(long, env = "PITH_MAX_BATCH", default_value_t = 512)]
@@ -164,6 +202,9 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub metrics: crate::metrics::MetricsConfig,
+
+    #[command(flatten)]
+    pub cluster: crate::cluster::ClusterConfig,
 
     /// Mark the web session cookies `Secure` (serve over HTTPS, e.g. behind a
     /// TLS proxy). They are also marked when a request carries

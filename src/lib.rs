@@ -7,6 +7,8 @@
 //! - `store`: the `Store` trait and its SQLite backend (writer thread with
 //!   group commit, reader pool, checkpointer).
 //! - `cache`: rendered topic responses with gzip variants and ETags.
+//! - `cluster`: the bus between nodes sharing one PostgreSQL (cache
+//!   invalidations and live events; LISTEN/NOTIFY or NATS).
 //! - `markdown`: user Markdown to sanitized HTML (pulldown-cmark, ammonia).
 //! - `auth`: argon2id passwords, bearer tokens, the token cache.
 //! - `http`: the axum router, extractors and route modules.
@@ -16,12 +18,14 @@
 //! - `web`: the HTML forum (pages, cookie sessions, CSRF, assets, feeds).
 //! - `metrics`: Prometheus metrics and `/metrics`; `logging`: log settings
 //!   and request ids.
+//! - `migrate`: `pith migrate`, SQLite <-> PostgreSQL with verification.
 //! - `serve`, `seed`, `users`, `bench`, `backup` (and restore): the subcommands.
 
 pub mod auth;
 pub mod backup;
 pub mod bench;
 pub mod cache;
+pub mod cluster;
 pub mod config;
 pub mod config_file;
 pub mod error;
@@ -30,6 +34,7 @@ pub mod live;
 pub mod logging;
 pub mod markdown;
 pub mod metrics;
+pub mod migrate;
 pub mod model;
 pub mod seed;
 pub mod serve;

@@ -25,6 +25,7 @@ fn main() -> std::process::ExitCode {
         Command::Backup(cfg) => pith::backup::backup(cfg),
         Command::Restore(cfg) => pith::backup::restore(cfg),
         Command::Config(cfg) => pith::config_file::show(&cfg),
+        Command::Migrate(cfg) => pith::migrate::main(cfg),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

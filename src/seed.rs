@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rusqlite::{Connection, params};
 
-use crate::config::{Dataset, SeedConfig};
+use crate::config::{Backend, Dataset, SeedConfig};
 use crate::model::hot_rank;
 use crate::store::sqlite::conn::{Role, migrate, open};
 
@@ -142,12 +142,17 @@ fn text(rng: &mut ChaCha8Rng, (min, max): (usize, usize)) -> String {
 }
 
 pub fn main(cfg: SeedConfig) -> anyhow::Result<()> {
-    let path = cfg.data.sqlite_path()?;
     let started = std::time::Instant::now();
-    let stats = seed(&path, &Shape::of(cfg.dataset, cfg.scale), cfg.seed)?;
+    let shape = Shape::of(cfg.dataset, cfg.scale);
+    let (place, stats) = match cfg.data.backend() {
+        Backend::Sqlite(path) => (path.display().to_string(), seed(&path, &shape, cfg.seed)?),
+        Backend::Postgres(url) => {
+            (crate::config::redact_url(&url), crate::store::postgres::seed::seed(&url, &shape, cfg.seed)?)
+        }
+    };
     eprintln!(
         "seeded {} ({:?}, seed {}): {} users, {} communities, {} topics, {} posts, {} votes in {:.1}s",
-        path.display(),
+        place,
         cfg.dataset,
         cfg.seed,
         stats.users,
@@ -183,35 +188,33 @@ pub fn seed(path: &Path, shape: &Shape, seed: u64) -> anyhow::Result<SeedStats> 
     }
     conn.execute_batch("PRAGMA synchronous = OFF")?;
     let tx = conn.transaction()?;
-    let stats = fill(&tx, shape, seed)?;
+    let stats = fill(&mut SqliteRows::new(&tx)?, shape, seed)?;
     tx.commit()?;
     conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA wal_checkpoint(TRUNCATE); ANALYZE;")?;
     Ok(stats)
 }
 
-fn fill(conn: &Connection, shape: &Shape, seed: u64) -> anyhow::Result<SeedStats> {
+/// Generates `shape` from `seed` into `rows`: the same calls in the same
+/// order for every backend, so every backend holds the same data.
+pub fn fill(rows: &mut impl Rows, shape: &Shape, seed: u64) -> anyhow::Result<SeedStats> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut stats = SeedStats::default();
     // A fixed "now" keeps runs identical; data spans the 30 days before it.
     let now: i64 = 1_790_000_000;
     let span = 30 * 86_400;
 
-    let mut add_user = conn.prepare("INSERT INTO users (id, name, created_at) VALUES (?1, ?2, ?3)")?;
     for id in 1..=shape.users {
-        add_user.execute(params![id as i64, format!("user{id}"), now - span - 86_400])?;
+        rows.user(id as i64, format!("user{id}"), now - span - 86_400)?;
     }
     stats.users = shape.users;
-    let mut add_community = conn.prepare(
-        "INSERT INTO communities (id, name, title, description, created_by, created_at) VALUES (?1, ?2, ?3, ?4, 1, ?5)",
-    )?;
     for id in 1..=shape.communities {
-        add_community.execute(params![
-            id as i64,
-            format!("community{id}"),
-            format!("Community number {id}"),
-            text(&mut rng, (40, 120)),
-            now - span - 86_400
-        ])?;
+        rows.community(CommunityRow {
+            id: id as i64,
+            name: format!("community{id}"),
+            title: format!("Community number {id}"),
+            description: text(&mut rng, (40, 120)),
+            created_at: now - span - 86_400,
+        })?;
     }
     stats.communities = shape.communities;
 
@@ -220,15 +223,6 @@ fn fill(conn: &Connection, shape: &Shape, seed: u64) -> anyhow::Result<SeedStats
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar.set_message("seeding");
-
-    let mut add_topic = conn.prepare(
-        "INSERT INTO topics (id, community_id, author_id, title, body, created_at, score, hot, post_count) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?;
-    let mut add_post = conn.prepare(
-        "INSERT INTO posts (id, topic_id, parent_id, author_id, body, created_at, score) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?;
-    let mut add_vote = conn.prepare("INSERT INTO votes (user_id, kind, target_id, value) VALUES (?1, ?2, ?3, ?4)")?;
 
     let mut post_id: i64 = 0;
     let mut topic_id: i64 = 0;
@@ -248,42 +242,47 @@ fn fill(conn: &Connection, shape: &Shape, seed: u64) -> anyhow::Result<SeedStats
         let community = zipf_pick(&mut rng, shape.communities);
         let created = now - span + rng.random_range(0..span);
         let topic_votes = match shape.votes {
-            Some((max, _)) => {
-                cast_votes(&mut rng, &mut add_vote, 0, topic_id, (max / topic_id as usize).max(1), shape.users)?
-            }
+            Some((max, _)) => cast_votes(&mut rng, rows, 0, topic_id, (max / topic_id as usize).max(1), shape.users)?,
             None => (0, 0),
         };
         stats.votes += topic_votes.1;
-        add_topic.execute(params![
-            topic_id,
-            community as i64,
-            rng.random_range(1..=shape.users) as i64,
-            text(&mut rng, (20, 120)),
-            text(&mut rng, shape.body_chars),
-            created,
-            topic_votes.0,
-            hot_rank(topic_votes.0, created),
-            n_posts as i64
-        ])?;
+        // Fields are drawn in this order (author, title, body) on purpose:
+        // the same seed must keep giving the same data.
+        let author_id = rng.random_range(1..=shape.users) as i64;
+        let title = text(&mut rng, (20, 120));
+        let body = text(&mut rng, shape.body_chars);
+        rows.topic(TopicRow {
+            id: topic_id,
+            community_id: community as i64,
+            author_id,
+            title,
+            body,
+            created_at: created,
+            score: topic_votes.0,
+            hot: hot_rank(topic_votes.0, created),
+            post_count: n_posts as i64,
+        })?;
         let first_post = post_id + 1;
         for i in 0..n_posts {
             post_id += 1;
             let parent = (i > 0 && rng.random_bool(shape.reply_chance)).then(|| rng.random_range(first_post..post_id));
             let votes = match shape.votes {
-                Some((_, per_post)) => cast_votes(&mut rng, &mut add_vote, 1, post_id, per_post, shape.users)?,
+                Some((_, per_post)) => cast_votes(&mut rng, rows, 1, post_id, per_post, shape.users)?,
                 None => (0, 0),
             };
             stats.votes += votes.1;
             let at = (created + (i as i64 + 1) * 60).min(now);
-            add_post.execute(params![
-                post_id,
+            let author_id = rng.random_range(1..=shape.users) as i64;
+            let body = text(&mut rng, shape.body_chars);
+            rows.post(PostRow {
+                id: post_id,
                 topic_id,
-                parent,
-                rng.random_range(1..=shape.users) as i64,
-                text(&mut rng, shape.body_chars),
-                at,
-                votes.0
-            ])?;
+                parent_id: parent,
+                author_id,
+                body,
+                created_at: at,
+                score: votes.0,
+            })?;
         }
         stats.posts += n_posts;
         stats.topics += 1;
@@ -302,7 +301,7 @@ fn zipf_pick(rng: &mut ChaCha8Rng, n: usize) -> usize {
 /// Up to `max` votes by distinct users on one item; returns (score, count).
 fn cast_votes(
     rng: &mut ChaCha8Rng,
-    stmt: &mut rusqlite::Statement<'_>,
+    rows: &mut impl Rows,
     kind: i64,
     target: i64,
     max: usize,
@@ -314,8 +313,117 @@ fn cast_votes(
     for k in 0..count {
         let user = (start + k) % users + 1;
         let value: i64 = if rng.random_bool(0.8) { 1 } else { -1 };
-        stmt.execute(params![user as i64, kind, target, value])?;
+        rows.vote(user as i64, kind, target, value)?;
         score += value;
     }
     Ok((score, count))
+}
+
+pub struct CommunityRow {
+    pub id: i64,
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    pub created_at: i64,
+}
+
+pub struct TopicRow {
+    pub id: i64,
+    pub community_id: i64,
+    pub author_id: i64,
+    pub title: String,
+    pub body: String,
+    pub created_at: i64,
+    pub score: i64,
+    pub hot: f64,
+    pub post_count: i64,
+}
+
+pub struct PostRow {
+    pub id: i64,
+    pub topic_id: i64,
+    pub parent_id: Option<i64>,
+    pub author_id: i64,
+    pub body: String,
+    pub created_at: i64,
+    pub score: i64,
+}
+
+/// Where `fill` puts the rows it generates: a SQLite transaction here, the
+/// PostgreSQL COPY buffers of `store::postgres::seed`. Every community is
+/// created by user 1; a topic comes before its posts and their votes.
+pub trait Rows {
+    fn user(&mut self, id: i64, name: String, created_at: i64) -> anyhow::Result<()>;
+    fn community(&mut self, row: CommunityRow) -> anyhow::Result<()>;
+    fn topic(&mut self, row: TopicRow) -> anyhow::Result<()>;
+    fn post(&mut self, row: PostRow) -> anyhow::Result<()>;
+    /// `kind` 0 = topic, 1 = post.
+    fn vote(&mut self, user_id: i64, kind: i64, target_id: i64, value: i64) -> anyhow::Result<()>;
+}
+
+/// Prepared INSERTs inside the seeding transaction.
+struct SqliteRows<'c> {
+    user: rusqlite::Statement<'c>,
+    community: rusqlite::Statement<'c>,
+    topic: rusqlite::Statement<'c>,
+    post: rusqlite::Statement<'c>,
+    vote: rusqlite::Statement<'c>,
+}
+
+impl<'c> SqliteRows<'c> {
+    fn new(conn: &'c Connection) -> anyhow::Result<SqliteRows<'c>> {
+        Ok(SqliteRows {
+            user: conn.prepare("INSERT INTO users (id, name, created_at) VALUES (?1, ?2, ?3)")?,
+            community: conn.prepare(
+                "INSERT INTO communities (id, name, title, description, created_by, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, 1, ?5)",
+            )?,
+            topic: conn.prepare(
+                "INSERT INTO topics (id, community_id, author_id, title, body, created_at, score, hot, post_count) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?,
+            post: conn.prepare(
+                "INSERT INTO posts (id, topic_id, parent_id, author_id, body, created_at, score) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?,
+            vote: conn.prepare("INSERT INTO votes (user_id, kind, target_id, value) VALUES (?1, ?2, ?3, ?4)")?,
+        })
+    }
+}
+
+impl Rows for SqliteRows<'_> {
+    fn user(&mut self, id: i64, name: String, created_at: i64) -> anyhow::Result<()> {
+        self.user.execute(params![id, name, created_at])?;
+        Ok(())
+    }
+
+    fn community(&mut self, r: CommunityRow) -> anyhow::Result<()> {
+        self.community.execute(params![r.id, r.name, r.title, r.description, r.created_at])?;
+        Ok(())
+    }
+
+    fn topic(&mut self, r: TopicRow) -> anyhow::Result<()> {
+        self.topic.execute(params![
+            r.id,
+            r.community_id,
+            r.author_id,
+            r.title,
+            r.body,
+            r.created_at,
+            r.score,
+            r.hot,
+            r.post_count
+        ])?;
+        Ok(())
+    }
+
+    fn post(&mut self, r: PostRow) -> anyhow::Result<()> {
+        self.post.execute(params![r.id, r.topic_id, r.parent_id, r.author_id, r.body, r.created_at, r.score])?;
+        Ok(())
+    }
+
+    fn vote(&mut self, user_id: i64, kind: i64, target_id: i64, value: i64) -> anyhow::Result<()> {
+        self.vote.execute(params![user_id, kind, target_id, value])?;
+        Ok(())
+    }
 }

@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::config::ServeConfig;
+use crate::config::{Backend, ServeConfig};
 use crate::http::{self, AppState};
 use crate::store::Store;
+use crate::store::postgres::{PgOptions, PgStore};
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 
 pub fn main(cfg: ServeConfig) -> anyhow::Result<()> {
@@ -15,21 +16,41 @@ pub fn main(cfg: ServeConfig) -> anyhow::Result<()> {
 }
 
 pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
-    let path = cfg.data.sqlite_path()?;
+    let backend = cfg.data.backend();
     tracing::info!("starting pith {}", env!("CARGO_PKG_VERSION"));
     crate::config_file::log(&cfg.effective);
     // Loaded before anything else so a bad certificate stops start-up.
     let tls = cfg.tls_files()?.map(crate::http::tls::Tls::new).transpose()?;
-    let opts = SqliteOptions {
-        readers: cfg.readers,
-        max_batch: cfg.max_batch,
-        wal_limit_bytes: cfg.wal_limit_mb << 20,
-        ..SqliteOptions::default()
-    };
-    let store = SqliteStore::open(&path, &opts).with_context(|| format!("cannot open database {}", path.display()))?;
-    // Held until the process exits: refuses a second server or a restore.
-    // Taken after the open so a bad database is reported as such first.
-    let _lock = crate::backup::ServeLock::acquire(&path, "starting another server")?;
+    match backend {
+        Backend::Sqlite(path) => {
+            let opts = SqliteOptions {
+                readers: cfg.readers,
+                max_batch: cfg.max_batch,
+                wal_limit_bytes: cfg.wal_limit_mb << 20,
+                ..SqliteOptions::default()
+            };
+            let store =
+                SqliteStore::open(&path, &opts).with_context(|| format!("cannot open database {}", path.display()))?;
+            // Held until the process exits: refuses a second server or a restore.
+            // Taken after the open so a bad database is reported as such first.
+            let _lock = crate::backup::ServeLock::acquire(&path, "starting another server")?;
+            launch(store, &cfg, tls).await?;
+        }
+        // No lock: several nodes may serve one PostgreSQL database.
+        Backend::Postgres(url) => {
+            let opts = PgOptions { pool_size: cfg.pg_pool_size, ..PgOptions::default() };
+            let store = PgStore::connect(&url, &opts)
+                .await
+                .with_context(|| format!("cannot open database {}", crate::config::redact_url(&url)))?;
+            launch(store, &cfg, tls).await?;
+        }
+    }
+    tracing::info!("stopped cleanly");
+    Ok(())
+}
+
+/// Binds and serves `store` until SIGINT or SIGTERM.
+async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::http::tls::Tls>) -> anyhow::Result<()> {
     let listener = bind(cfg.listen).with_context(|| format!("cannot listen on {}", cfg.listen))?;
     if let Some(tls) = &tls {
         tls.reload_on_sighup()?;
@@ -39,6 +60,7 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     let state = AppState::with_config(store, cfg.cache_mb << 20, &cfg.live, &cfg.rate);
     // Over TLS every cookie is Secure, whatever the flag says.
     state.web.set_secure_cookies(cfg.secure_cookies || tls.is_some());
+    crate::cluster::start(&state, &cfg.cluster, cfg.data.database.as_deref())?;
     let metrics_listener = crate::metrics::serve::start(&cfg.metrics, &state).await?;
     if !state.store.has_admin().await? {
         let link = setup_link(scheme, listener.local_addr()?, &state.web.setup.issue());
@@ -59,7 +81,6 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     if let Some(task) = metrics_listener {
         task.abort();
     }
-    tracing::info!("stopped cleanly");
     Ok(())
 }
 

@@ -3,14 +3,14 @@
 //! invite code for a site that admits by invitation.
 
 use std::future::Future;
-use std::path::Path;
 
 use anyhow::Context;
 
 use crate::auth::{hash_password, new_token, token_digest};
-use crate::config::{UserAddConfig, UserInviteConfig};
+use crate::config::{Backend, DataConfig, UserAddConfig, UserInviteConfig};
 use crate::model::{Password, Timestamp, Username};
 use crate::store::Store;
+use crate::store::postgres::{PgOptions, PgStore};
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 
 pub fn add(cfg: UserAddConfig) -> anyhow::Result<()> {
@@ -22,12 +22,11 @@ pub fn add(cfg: UserAddConfig) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let (user, token) = with_store(&cfg.data.sqlite_path()?, |store| async move {
-        let user = store.create_user(name, hash, cfg.admin).await?;
-        let token = new_token();
-        store.add_token(user.id, token_digest(&token)).await?;
-        anyhow::Ok((user, token))
-    })?;
+    let admin = cfg.admin;
+    let (user, token) = match cfg.data.backend() {
+        Backend::Sqlite(_) => with_sqlite(&cfg.data, |store| add_user(store, name, hash, admin))?,
+        Backend::Postgres(url) => with_postgres(&url, |store| add_user(store, name, hash, admin))?,
+    };
     eprintln!("created user {} (id {}{})", user.name, user.id, if user.is_admin { ", admin" } else { "" });
     println!("{token}");
     Ok(())
@@ -39,9 +38,18 @@ pub fn invite(cfg: UserInviteConfig) -> anyhow::Result<()> {
     let code = new_token();
     let digest = token_digest(&code);
     let expires_at = cfg.expires_days.map(|d| Timestamp(Timestamp::now().0 + d as i64 * 86_400));
-    let invite = with_store(&cfg.data.sqlite_path()?, |store| async move {
-        anyhow::Ok(store.create_invite(None, digest, expires_at).await?)
-    })?;
+    let invite =
+        match cfg.data.backend() {
+            Backend::Sqlite(_) => with_sqlite(&cfg.data, |store| async move {
+                anyhow::Ok(store.create_invite(None, digest, expires_at).await?)
+            })?,
+            Backend::Postgres(url) => {
+                with_postgres(
+                    &url,
+                    |store| async move { anyhow::Ok(store.create_invite(None, digest, expires_at).await?) },
+                )?
+            }
+        };
     match invite.expires_at {
         Some(t) => eprintln!("created invite {} (expires {})", invite.id, t.rfc3339()),
         None => eprintln!("created invite {} (never expires; works once)", invite.id),
@@ -50,18 +58,52 @@ pub fn invite(cfg: UserInviteConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Opens the database at `path`, runs `f` on it and shuts the store down
-/// cleanly (commit, checkpoint) whatever `f` returned.
-fn with_store<T, F, Fut>(path: &Path, f: F) -> anyhow::Result<T>
+/// Creates the account and its first API token.
+async fn add_user<S: Store>(
+    store: std::sync::Arc<S>,
+    name: Username,
+    hash: Option<String>,
+    admin: bool,
+) -> anyhow::Result<(crate::model::User, String)> {
+    let user = store.create_user(name, hash, admin).await?;
+    let token = new_token();
+    store.add_token(user.id, token_digest(&token)).await?;
+    Ok((user, token))
+}
+
+/// Opens the SQLite database `data` points at, runs `f` on it and shuts
+/// the store down cleanly (commit, checkpoint) whatever `f` returned.
+fn with_sqlite<T, F, Fut>(data: &DataConfig, f: F) -> anyhow::Result<T>
 where
     F: FnOnce(std::sync::Arc<SqliteStore>) -> Fut,
     Fut: Future<Output = anyhow::Result<T>>,
 {
+    let path = data.sqlite_path()?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
         let opts = SqliteOptions { readers: 1, ..SqliteOptions::default() };
         let store = std::sync::Arc::new(
-            SqliteStore::open(path, &opts).with_context(|| format!("cannot open database {}", path.display()))?,
+            SqliteStore::open(&path, &opts).with_context(|| format!("cannot open database {}", path.display()))?,
+        );
+        let result = f(store.clone()).await;
+        store.shutdown().await;
+        result
+    })
+}
+
+/// Connects to the PostgreSQL database at `url` (migrating it) and runs `f`.
+fn with_postgres<T, F, Fut>(url: &str, f: F) -> anyhow::Result<T>
+where
+    F: FnOnce(std::sync::Arc<PgStore>) -> Fut,
+    Fut: Future<Output = anyhow::Result<T>>,
+{
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        let opts = PgOptions { pool_size: 1, ..PgOptions::default() };
+        let store = std::sync::Arc::new(
+            PgStore::connect(url, &opts)
+                .await
+                .with_context(|| format!("cannot open database {}", crate::config::redact_url(url)))?,
         );
         let result = f(store.clone()).await;
         store.shutdown().await;

@@ -119,6 +119,9 @@ struct Inner {
     ticking: AtomicBool,
     scores: Mutex<HashMap<(bool, i64), ScoreSlot>>,
     resolver: Option<Resolver>,
+    /// Where events also go when other nodes share the database
+    /// (`crate::cluster`); unset on a single node.
+    bus: std::sync::OnceLock<Arc<crate::cluster::Sink>>,
 }
 
 /// When an item's score last went out, and the newest total held back.
@@ -144,6 +147,7 @@ impl Hub {
             ticking: AtomicBool::new(false),
             scores: Mutex::new(HashMap::new()),
             resolver,
+            bus: std::sync::OnceLock::new(),
         }))
     }
 
@@ -232,12 +236,33 @@ impl Hub {
         lock(&self.0.channels).get(key).is_some_and(|tx| tx.receiver_count() > 0)
     }
 
-    /// Sends a frame built by `build`, which runs only when someone listens.
+    /// Sends a frame built by `build`, which runs only when someone listens
+    /// (here, or on other nodes when a cluster bus is attached).
     pub fn publish_with(&self, key: &Key, build: impl FnOnce() -> Option<Bytes>) {
-        let Some(tx) = lock(&self.0.channels).get(key).cloned() else { return };
-        if let Some(frame) = build() {
+        let tx = lock(&self.0.channels).get(key).cloned();
+        let bus = self.0.bus.get();
+        if tx.is_none() && bus.is_none() {
+            return;
+        }
+        let Some(frame) = build() else { return };
+        if let Some(bus) = bus {
+            bus.event(key, &frame);
+        }
+        if let Some(tx) = tx {
             let _ = tx.send(frame);
         }
+    }
+
+    /// Sends a frame to this node's subscribers only: for events another
+    /// node published, which must never go back onto the bus.
+    pub fn publish_local(&self, key: &Key, frame: Bytes) {
+        let Some(tx) = lock(&self.0.channels).get(key).cloned() else { return };
+        let _ = tx.send(frame);
+    }
+
+    /// Forwards every event published here to other nodes too; set once.
+    pub fn set_bus(&self, bus: Arc<crate::cluster::Sink>) {
+        let _ = self.0.bus.set(bus);
     }
 
     /// Books `n` bytes of queued output against the server-wide cap.
@@ -284,7 +309,8 @@ impl Hub {
     /// Publishes a score now, or holds it so that an item gets at most one
     /// `score` event per `SCORE_EVERY`; the ticker sends the last one held.
     pub fn score(&self, is_post: bool, id: i64, topic_id: i64, score: i64) {
-        if !self.has_subscribers(&Key::Topic(topic_id)) {
+        // With a bus, subscribers on other nodes may be waiting for it.
+        if self.0.bus.get().is_none() && !self.has_subscribers(&Key::Topic(topic_id)) {
             return;
         }
         let now = Instant::now();

@@ -1,9 +1,10 @@
 //! Storage behind one trait. Handlers speak only these domain-level
-//! operations; each backend (today `sqlite`) owns its SQL, its connections
+//! operations; each backend (`sqlite`, `postgres`) owns its SQL, its connections
 //! and its durability story.
 
 pub mod cursor;
 pub mod html;
+pub mod postgres;
 pub mod search;
 pub mod sqlite;
 

@@ -14,6 +14,8 @@
 //! - `store`: the `Store` trait as one story, for every backend.
 //! - `search`: full-text search, and the HTML stored with every body.
 //! - `fuzz_regressions`: saved fuzz inputs through the fuzz targets' checks.
+//! - `cluster`: two nodes on one PostgreSQL (LISTEN/NOTIFY and NATS buses),
+//!   and `pith migrate` SQLite -> PostgreSQL -> SQLite.
 //! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
 //! - `metrics`: `/metrics` in the Prometheus text format, its settings;
 //!   `logging`: JSON logs with request ids from the real binary; `prom`: the
@@ -29,6 +31,7 @@ mod bad_input;
 mod bench;
 mod cache;
 mod child;
+mod cluster;
 mod communities;
 mod concurrency;
 mod config_file;
@@ -43,6 +46,7 @@ mod listings;
 mod live;
 mod logging;
 mod metrics;
+mod migrate;
 mod moderation;
 mod openapi;
 mod pages;

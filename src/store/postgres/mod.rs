@@ -1,0 +1,301 @@
+//! The PostgreSQL backend: a pool of connections (deadpool-postgres), each
+//! `Store` call one transaction on one of them, prepared statements cached
+//! per connection. Unlike SQLite there is no writer thread: PostgreSQL
+//! serialises what must be serialised with row locks, and several Pith
+//! nodes may serve one database. docs/POSTGRES.md tells the differences.
+
+pub mod conn;
+mod first_admin;
+pub mod moderation;
+pub mod reads;
+pub mod reports;
+pub mod search;
+pub mod seed;
+pub mod site;
+pub mod writes;
+
+use std::time::Duration;
+
+use deadpool_postgres::Pool;
+
+use crate::model::{
+    Ban, Body, Community, Invite, ModAction, Moderated, Post, Profile, Reason, Report, ReportStatus, SiteSettings,
+    Timestamp, Topic, User, Username, VoteOutcome, VoteTarget,
+};
+use crate::store::{
+    ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic, PostSort, ReportPage,
+    Search, SearchPage, Store, StoreResult, TopicPage, html,
+};
+
+use conn::{begin, finish, get, snapshot};
+
+/// Tuning for `PgStore::connect`.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// Most connections open at once.
+    pub pool_size: usize,
+    /// How long a call waits for a connection (or to make one) before it
+    /// fails as `Unavailable`.
+    pub wait: Duration,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        PgOptions { pool_size: 16, wait: Duration::from_secs(10) }
+    }
+}
+
+pub struct PgStore {
+    pool: Pool,
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://user:password@host:port/database`),
+    /// checks that the server answers and applies the migrations not
+    /// applied yet. The database must exist.
+    pub async fn connect(url: &str, opts: &PgOptions) -> StoreResult<PgStore> {
+        let pool = conn::pool(url, opts.pool_size, opts.wait)?;
+        conn::migrate(&pool).await?;
+        Ok(PgStore { pool })
+    }
+
+    /// The pool, for tools that load data in bulk (`pith seed`).
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+}
+
+/// Runs `$body` with `$c` bound to a read-write transaction, committed when
+/// the body succeeds. A macro, not a function taking a closure: an async
+/// closure borrowing the transaction cannot promise a `Send` future.
+macro_rules! write {
+    ($self:ident, |$c:ident| $body:expr) => {{
+        let mut client = get(&$self.pool).await?;
+        let tx = begin(&mut client).await?;
+        let result = {
+            let $c = &tx;
+            $body.await
+        };
+        finish(tx, result).await
+    }};
+}
+
+/// Runs `$body` with `$c` bound to a read-only snapshot transaction.
+macro_rules! read {
+    ($self:ident, |$c:ident| $body:expr) => {{
+        let mut client = get(&$self.pool).await?;
+        let tx = snapshot(&mut client).await?;
+        let result = {
+            let $c = &tx;
+            $body.await
+        };
+        finish(tx, result).await
+    }};
+}
+
+impl Store for PgStore {
+    async fn create_user(&self, name: Username, password_hash: Option<String>, is_admin: bool) -> StoreResult<User> {
+        let now = Timestamp::now();
+        write!(self, |c| writes::create_user(c, &name, password_hash.as_deref(), is_admin, now))
+    }
+
+    async fn user_credentials(&self, name: String) -> StoreResult<Option<(User, Option<String>)>> {
+        let client = get(&self.pool).await?;
+        reads::user_credentials(&client, &name).await
+    }
+
+    async fn add_token(&self, user_id: i64, token_hash: [u8; 32]) -> StoreResult<()> {
+        let client = get(&self.pool).await?;
+        writes::add_token(&client, user_id, &token_hash, Timestamp::now()).await
+    }
+
+    async fn user_by_token(&self, token_hash: [u8; 32]) -> StoreResult<Option<User>> {
+        let client = get(&self.pool).await?;
+        reads::user_by_token(&client, &token_hash).await
+    }
+
+    async fn revoke_token(&self, token_hash: [u8; 32]) -> StoreResult<()> {
+        let client = get(&self.pool).await?;
+        writes::revoke_token(&client, &token_hash).await
+    }
+
+    async fn profile(&self, name: String) -> StoreResult<Profile> {
+        read!(self, |c| reads::profile(c, &name))
+    }
+
+    async fn list_communities(&self) -> StoreResult<Vec<Community>> {
+        let client = get(&self.pool).await?;
+        reads::communities(&client).await
+    }
+
+    async fn community(&self, name: String) -> StoreResult<Community> {
+        let client = get(&self.pool).await?;
+        reads::community(&client, &name).await
+    }
+
+    async fn create_community(&self, creator: &User, new: NewCommunity) -> StoreResult<Community> {
+        let now = Timestamp::now();
+        write!(self, |c| writes::create_community(c, creator, &new, now))
+    }
+
+    async fn list_topics(&self, q: ListTopics) -> StoreResult<TopicPage> {
+        let now = Timestamp::now();
+        read!(self, |c| reads::list_topics(c, &q, now))
+    }
+
+    async fn topic_with_posts(&self, id: i64, sort: PostSort) -> StoreResult<(Topic, Vec<Post>)> {
+        read!(self, |c| reads::topic_with_posts(c, id, sort))
+    }
+
+    // Writes that store a body render it before taking a connection, so no
+    // connection (nor a row lock) is held while rendering.
+
+    async fn create_topic(&self, author: &User, new: NewTopic) -> StoreResult<Topic> {
+        let html = match &new.body {
+            Some(body) => Some(html::render(body).await?),
+            None => None,
+        };
+        let now = Timestamp::now();
+        write!(self, |c| writes::create_topic(c, author, &new, html.as_deref(), now))
+    }
+
+    async fn edit_topic(&self, actor: &User, id: i64, body: Option<Body>) -> StoreResult<Topic> {
+        let body = match body {
+            Some(body) => Some((html::render(&body).await?, body)),
+            None => None,
+        };
+        let now = Timestamp::now();
+        let body = body.as_ref().map(|(html, source)| (source.as_str(), html.as_str()));
+        write!(self, |c| writes::edit_topic(c, actor, id, body, now))
+    }
+
+    async fn delete_topic(&self, actor: &User, id: i64) -> StoreResult<()> {
+        write!(self, |c| writes::delete_topic(c, actor, id))
+    }
+
+    async fn create_post(&self, author: &User, new: NewPost) -> StoreResult<Post> {
+        let html = html::render(&new.body).await?;
+        let now = Timestamp::now();
+        write!(self, |c| writes::create_post(c, author, &new, &html, now))
+    }
+
+    async fn edit_post(&self, actor: &User, id: i64, body: Body) -> StoreResult<Post> {
+        let html = html::render(&body).await?;
+        let now = Timestamp::now();
+        write!(self, |c| writes::edit_post(c, actor, id, body.as_str(), &html, now))
+    }
+
+    async fn delete_post(&self, actor: &User, id: i64) -> StoreResult<i64> {
+        write!(self, |c| writes::delete_post(c, actor, id))
+    }
+
+    async fn search(&self, q: Search) -> StoreResult<SearchPage> {
+        read!(self, |c| search::search(c, &q))
+    }
+
+    async fn vote(&self, voter: &User, target: VoteTarget, value: i8) -> StoreResult<VoteOutcome> {
+        let now = Timestamp::now();
+        write!(self, |c| writes::vote(c, voter, target, value, now))
+    }
+
+    async fn is_moderator(&self, user_id: i64, community_id: i64) -> StoreResult<bool> {
+        let client = get(&self.pool).await?;
+        moderation::is_moderator(&client, user_id, community_id).await
+    }
+
+    async fn moderators(&self, community: String) -> StoreResult<Vec<User>> {
+        read!(self, |c| moderation::moderators(c, &community))
+    }
+
+    async fn set_moderator(
+        &self,
+        actor: &User,
+        community: String,
+        username: String,
+        appoint: bool,
+    ) -> StoreResult<bool> {
+        let now = Timestamp::now();
+        write!(self, |c| moderation::set_moderator(c, actor, &community, &username, appoint, now))
+    }
+
+    async fn moderate(&self, actor: &User, action: ModAction, reason: Reason) -> StoreResult<Moderated> {
+        let now = Timestamp::now();
+        write!(self, |c| moderation::moderate(c, actor, action, &reason, now))
+    }
+
+    async fn ban(&self, actor: &User, ban: NewBan) -> StoreResult<Ban> {
+        let now = Timestamp::now();
+        write!(self, |c| moderation::ban(c, actor, &ban, now))
+    }
+
+    async fn unban(&self, actor: &User, community: Option<String>, username: String) -> StoreResult<()> {
+        let now = Timestamp::now();
+        write!(self, |c| moderation::unban(c, actor, community.as_deref(), &username, now))
+    }
+
+    async fn bans(&self, actor: &User, community: Option<String>) -> StoreResult<Vec<Ban>> {
+        let now = Timestamp::now();
+        read!(self, |c| moderation::bans(c, actor, community.as_deref(), now))
+    }
+
+    async fn report(&self, reporter: &User, target: VoteTarget, reason: Reason) -> StoreResult<Report> {
+        let now = Timestamp::now();
+        write!(self, |c| reports::report(c, reporter, target, &reason, now))
+    }
+
+    async fn reports(&self, actor: &User, q: ListReports) -> StoreResult<ReportPage> {
+        read!(self, |c| reports::reports(c, actor, &q))
+    }
+
+    async fn resolve_report(&self, actor: &User, id: i64, status: ReportStatus) -> StoreResult<Report> {
+        let now = Timestamp::now();
+        write!(self, |c| reports::resolve_report(c, actor, id, status, now))
+    }
+
+    async fn mod_log(&self, q: ListModLog) -> StoreResult<ModLogPage> {
+        read!(self, |c| moderation::mod_log(c, &q))
+    }
+
+    async fn site_settings(&self) -> StoreResult<SiteSettings> {
+        let client = get(&self.pool).await?;
+        site::settings(&client).await
+    }
+
+    async fn set_site_settings(&self, actor: &User, settings: SiteSettings) -> StoreResult<SiteSettings> {
+        write!(self, |c| site::set_settings(c, actor, settings))
+    }
+
+    async fn create_invite(
+        &self,
+        creator: Option<&User>,
+        code_hash: [u8; 32],
+        expires_at: Option<Timestamp>,
+    ) -> StoreResult<Invite> {
+        let now = Timestamp::now();
+        write!(self, |c| site::create_invite(c, creator, &code_hash, expires_at, now))
+    }
+
+    async fn register_user(
+        &self,
+        name: Username,
+        password_hash: String,
+        invite_hash: Option<[u8; 32]>,
+    ) -> StoreResult<User> {
+        let now = Timestamp::now();
+        write!(self, |c| site::register_user(c, &name, &password_hash, invite_hash.as_ref(), now))
+    }
+
+    async fn has_admin(&self) -> StoreResult<bool> {
+        read!(self, |c| first_admin::has_admin(c))
+    }
+
+    async fn create_first_admin(&self, name: Username, password_hash: String) -> StoreResult<User> {
+        let now = Timestamp::now();
+        write!(self, |c| first_admin::create_first_admin(c, &name, &password_hash, now))
+    }
+
+    /// Every write committed before it returned: closing the pool is all.
+    async fn shutdown(&self) {
+        self.pool.close();
+    }
+}

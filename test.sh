@@ -8,7 +8,10 @@ echo "== formatting and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 
-echo "== unit and integration tests (real SQLite files, real sockets)"
+echo "== PostgreSQL for the storage tests (tests/lib/postgres.sh)"
+source tests/lib/postgres.sh
+
+echo "== unit and integration tests (real SQLite files, a real PostgreSQL, real sockets)"
 cargo test --locked --all-targets
 
 echo "== API fuzzing from docs/openapi.json (schemathesis, at most 300 s)"

@@ -177,3 +177,60 @@ async fn backup_on_a_postgres_url_points_at_pg_dump() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("pg_dump"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[tokio::test]
+async fn no_query_text_is_an_error_for_postgres_search() {
+    use pith::store::{Search, SearchKind, Store};
+    let db = TestDb::create().await;
+    let store = db.store().await;
+    let long = "x\"(*!|&:".repeat(3000);
+    for text in [
+        "\"",
+        "*",
+        "!",
+        "a | b",
+        "a & b",
+        "!x",
+        "(hello",
+        "hello)",
+        "a:b",
+        "a:*",
+        "<->",
+        "a <-> b",
+        "'quoted'",
+        "\\",
+        "日本語 テキスト",
+        "é\u{301}",
+        "\u{200b}",
+        "hello*world",
+        "NEAR(a b)",
+        "a:A",
+        &long,
+    ] {
+        for kind in [SearchKind::Topics, SearchKind::Posts] {
+            let q = Search { text: text.to_owned(), kind, community: None, offset: 0, limit: 10 };
+            let page = store.search(q).await;
+            assert!(page.as_ref().is_ok_and(|p| p.hits.is_empty()), "{text:?}: {:?}", page.map(|p| p.hits.len()));
+        }
+    }
+    store.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_unavailable_not_a_crash() {
+    use pith::store::StoreError;
+    use pith::store::postgres::{PgOptions, PgStore};
+    let opts = PgOptions { pool_size: 1, wait: std::time::Duration::from_secs(2) };
+    let refused = PgStore::connect("postgres://postgres@127.0.0.1:1/nothing", &opts).await;
+    assert!(matches!(refused, Err(StoreError::Unavailable(_))), "{:?}", refused.err());
+
+    let args: Vec<&OsStr> = ["user", "add", "someone", "--database", "postgres://u:topsecret@127.0.0.1:1/x"]
+        .iter()
+        .map(|s| OsStr::new(*s))
+        .collect();
+    let out = run_pith(&args).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("cannot open database postgres://u:***@127.0.0.1:1/x"), "{stderr}");
+    assert!(!stderr.contains("topsecret"), "the password is never shown: {stderr}");
+}

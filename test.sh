@@ -15,7 +15,10 @@ dpkg -s gcc libsqlite3-dev libssl-dev >/dev/null 2>&1 ||
 echo "== NATS on 127.0.0.1:4222 for the cluster tests"
 tests/cluster/nats.sh
 
-echo "== unit and integration tests (real SQLite files, real sockets)"
+echo "== PostgreSQL for the storage tests (tests/lib/postgres.sh)"
+source tests/lib/postgres.sh
+
+echo "== unit and integration tests (real SQLite files, a real PostgreSQL, real sockets)"
 cargo test --locked --all-targets
 
 echo "== API fuzzing from docs/openapi.json (schemathesis, at most 300 s)"

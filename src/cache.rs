@@ -123,6 +123,10 @@ struct Inner {
 pub struct TopicCache {
     inner: Mutex<Inner>,
     budget: usize,
+    /// Lookups answered from the cache and lookups that had to render (or
+    /// wait for a render), for `/metrics`: one atomic add each.
+    pub hits: prometheus_client::metrics::counter::Counter,
+    pub misses: prometheus_client::metrics::counter::Counter,
 }
 
 /// A ticket taken before rendering; see the module comment.
@@ -139,6 +143,8 @@ impl TopicCache {
                 bytes: 0,
             }),
             budget: budget_bytes,
+            hits: Default::default(),
+            misses: Default::default(),
         }
     }
 
@@ -162,8 +168,10 @@ impl TopicCache {
         let flight = {
             let mut inner = self.lock();
             if let Some(hit) = inner.entries.get(&key.0).and_then(|slot| slot.variants.get(&key.1)) {
+                self.hits.inc();
                 return Ok(hit.clone());
             }
+            self.misses.inc();
             inner.in_flight.entry(key).or_default().clone()
         };
         let result = flight
@@ -230,6 +238,16 @@ impl TopicCache {
 
     pub fn bytes(&self) -> usize {
         self.lock().bytes
+    }
+
+    /// The byte budget (`--cache-mb`).
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// Topics with at least one cached rendering.
+    pub fn topics(&self) -> usize {
+        self.lock().entries.len()
     }
 }
 

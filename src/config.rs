@@ -13,6 +13,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+
+    #[command(flatten)]
+    pub log: crate::logging::LogConfig,
 }
 
 #[derive(Debug, Subcommand)]
@@ -158,6 +161,9 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub rate: RateConfig,
+
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsConfig,
 
     /// Mark the web session cookies `Secure` (serve over HTTPS, e.g. behind a
     /// TLS proxy). They are also marked when a request carries

@@ -14,6 +14,8 @@
 //! - `live`: live updates over WebSocket and SSE (hub, hand-written
 //!   framing, one small task per socket, the `bench ws` load generator).
 //! - `web`: the HTML forum (pages, cookie sessions, CSRF, assets, feeds).
+//! - `metrics`: Prometheus metrics and `/metrics`; `logging`: log settings
+//!   and request ids.
 //! - `serve`, `seed`, `users`, `bench`, `backup` (and restore): the subcommands.
 
 pub mod auth;
@@ -25,7 +27,9 @@ pub mod config_file;
 pub mod error;
 pub mod http;
 pub mod live;
+pub mod logging;
 pub mod markdown;
+pub mod metrics;
 pub mod model;
 pub mod seed;
 pub mod serve;

@@ -12,10 +12,10 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("PITH_LOG").unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .init();
+    pith::logging::init(&cli.log);
+    if matches!(cli.command, Command::Serve(_)) {
+        pith::logging::log_settings(&cli.log);
+    }
     let result = match cli.command {
         Command::Serve(cfg) => pith::serve::main(cfg),
         Command::Seed(cfg) => pith::seed::main(cfg),

@@ -20,6 +20,7 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     crate::config_file::log(&cfg.effective);
     // Loaded before anything else so a bad certificate stops start-up.
     let tls = cfg.tls_files()?.map(crate::http::tls::Tls::new).transpose()?;
+    crate::metrics::serve::log_settings(&cfg.metrics);
     let opts = SqliteOptions {
         readers: cfg.readers,
         max_batch: cfg.max_batch,
@@ -41,11 +42,11 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     state.web.set_secure_cookies(cfg.secure_cookies || tls.is_some());
     if !state.store.has_admin().await? {
         let link = setup_link(scheme, listener.local_addr()?, &state.web.setup.issue());
-        tracing::warn!(%link, "no administrator yet: open this one-time link to create one");
-        eprintln!(
-            "\nNo administrator yet. Create one at this one-time link (works until an admin exists):\n  {link}\n"
-        );
+        // A log line, and so on stderr, which keeps `--log-format json`
+        // output all JSON.
+        tracing::warn!("no administrator yet: create one at this one-time link (works until one exists): {link}");
     }
+    let metrics_listener = crate::metrics::serve::start(&cfg.metrics, &state).await?;
     let limits = http::server::ConnLimits {
         max_connections: cfg.max_connections.max(1),
         header_timeout: Duration::from_secs(cfg.header_timeout_secs.max(1)),
@@ -55,6 +56,9 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     };
     http::run_with_limits(listener, state, Duration::from_secs(cfg.request_timeout_secs), limits, shutdown_signal())
         .await?;
+    if let Some(task) = metrics_listener {
+        task.abort();
+    }
     tracing::info!("stopped cleanly");
     Ok(())
 }

@@ -100,6 +100,8 @@ pub struct App<S> {
     pub limits: limits::RateLimits,
     /// The HTML forum's settings (secure cookies).
     pub web: crate::web::Settings,
+    /// Prometheus metrics and where `/metrics` is served.
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// Cheap to clone: one `Arc`.
@@ -128,9 +130,12 @@ impl<S: Store> AppState<S> {
     }
 
     pub fn with_config(store: S, cache_bytes: usize, live: &LiveConfig, rate: &RateConfig) -> Self {
+        let cache = TopicCache::new(cache_bytes);
+        let metrics = crate::metrics::Metrics::new(store.metrics(), &cache);
         AppState(Arc::new_cyclic(|app| App {
             store,
-            cache: TopicCache::new(cache_bytes),
+            cache,
+            metrics,
             tokens: TokenCache::new(),
             live: crate::live::Hub::new(live, Some(live::token_resolver(app.clone()))),
             limits: limits::RateLimits::new(rate),
@@ -151,14 +156,15 @@ pub fn router<S: Store>(state: AppState<S>, request_timeout: Duration) -> Router
         .merge(openapi::router())
         .merge(live::router());
     let api = api.route_layer(axum::middleware::from_fn(route_body_limit));
-    Router::new()
-        .nest("/api/v1", api)
-        .merge(crate::web::router())
-        .route("/healthz", get(|| async { "ok\n" }))
+    let routes =
+        Router::new().nest("/api/v1", api).merge(crate::web::router()).route("/healthz", get(|| async { "ok\n" }));
+    let app = crate::metrics::routes(routes, &state)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(axum::middleware::from_fn(move |req, next| time_limit(request_timeout, req, next)))
+        .layer(axum::middleware::from_fn(move |req, next| time_limit(request_timeout, req, next)));
+    crate::metrics::layer(app, &state)
+        .layer(axum::middleware::from_fn(crate::logging::request_id::layer))
         .with_state(state)
 }
 

@@ -194,6 +194,12 @@ impl Hub {
         lock(&self.0.channels).len()
     }
 
+    /// Subscriptions now, over all channels (a walk of the map: for
+    /// `/metrics` scrapes, not for hot paths).
+    pub fn subscriptions(&self) -> usize {
+        lock(&self.0.channels).values().map(|tx| tx.receiver_count()).sum()
+    }
+
     pub fn subscribe(&self, key: Key) -> Result<broadcast::Receiver<Bytes>, Refused> {
         let mut map = lock(&self.0.channels);
         let len = map.len();

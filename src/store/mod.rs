@@ -308,4 +308,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// Finish pending writes and checkpoint; called once at shutdown.
     fn shutdown(&self) -> impl Future<Output = ()> + Send;
+
+    /// The engine's instruments for `/metrics`, when it keeps any.
+    fn metrics(&self) -> Option<crate::metrics::StoreMetrics> {
+        None
+    }
 }

@@ -45,7 +45,7 @@ pub async fn user_add(data: &Path, name: &str, admin: bool) -> String {
 }
 
 /// A free port: bind port 0, note the port, let it go.
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
@@ -63,16 +63,26 @@ impl Server {
     /// Serves `data`, logging to `log` (keep the log off a tmpfs that is
     /// about to be filled); waits until `/healthz` answers.
     pub async fn start(data: &Path, log: PathBuf, patience: Duration) -> Server {
+        Server::start_with(data, log, patience, |_| {}).await
+    }
+
+    /// `start` with more arguments or environment, set by `configure`.
+    pub async fn start_with(
+        data: &Path,
+        log: PathBuf,
+        patience: Duration,
+        configure: impl FnOnce(&mut std::process::Command),
+    ) -> Server {
         let port = free_port();
-        let child = pith()
-            // Crash and fault tests write hard from one address.
-            .args(["serve", "--rate-limits", "false", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        let mut cmd = pith();
+        // Crash and fault tests write hard from one address.
+        cmd.args(["serve", "--rate-limits", "false", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
             .arg(data)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("spawn pith serve");
+            .stderr(std::fs::File::create(&log).expect("log file"));
+        configure(&mut cmd);
+        let child = cmd.spawn().expect("spawn pith serve");
         let mut server = Server { child, base: format!("http://127.0.0.1:{port}"), log, patience };
         let deadline = Instant::now() + patience;
         let probe = client();

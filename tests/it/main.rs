@@ -18,6 +18,9 @@
 //! - `tls`: TLS 1.3, HTTP/2 by ALPN, wss, certificate reload on SIGHUP.
 //! - `config_file`: the config file, `pith config`, precedence.
 //! - `setup`: the first run's one-time admin link.
+//! - `metrics`: `/metrics` in the Prometheus text format, its settings;
+//!   `logging`: JSON logs with request ids from the real binary; `prom`: the
+//!   strict text-format parser the metrics tests use.
 
 mod accounts;
 mod api;
@@ -38,9 +41,12 @@ mod hygiene;
 mod limits;
 mod listings;
 mod live;
+mod logging;
+mod metrics;
 mod moderation;
 mod openapi;
 mod pages;
+mod prom;
 mod search;
 mod seeding;
 mod setup;

@@ -27,6 +27,7 @@ impl Checkpointer {
         wal_limit_bytes: u64,
         every: Duration,
         lock: Arc<Mutex<()>>,
+        metrics: crate::metrics::StoreMetrics,
     ) -> StoreResult<Checkpointer> {
         let conn = open(&db, Role::Checkpointer)?;
         let wal = PathBuf::from(format!("{}-wal", db.display()));
@@ -45,9 +46,11 @@ impl Checkpointer {
                         (true, false) => "TRUNCATE",
                     };
                     let _turn = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    let started = std::time::Instant::now();
                     if let Err(e) = conn.execute_batch(&format!("PRAGMA wal_checkpoint({mode})")) {
                         tracing::warn!(error = %e, mode, "checkpoint failed");
                     }
+                    metrics.checkpoint(mode, "checkpointer", started.elapsed());
                 }
             })
             .map_err(|e| crate::store::StoreError::Internal(format!("spawn checkpointer: {e}")))?;

@@ -57,6 +57,8 @@ pub struct SqliteStore {
     writer: Writer,
     readers: Readers,
     checkpointer: Checkpointer,
+    /// Batch sizes, commit and checkpoint timings, file sizes (`/metrics`).
+    metrics: crate::metrics::StoreMetrics,
 }
 
 impl SqliteStore {
@@ -80,17 +82,29 @@ impl SqliteStore {
         let readers = Readers::start(path, opts.readers)?;
         // The writer and the checkpointer take turns checkpointing (see WalBound).
         let turns = std::sync::Arc::new(std::sync::Mutex::new(()));
-        let checkpointer =
-            Checkpointer::start(path.to_owned(), opts.wal_limit_bytes, opts.checkpoint_every, turns.clone())?;
+        let metrics = crate::metrics::StoreMetrics::new(path);
+        let checkpointer = Checkpointer::start(
+            path.to_owned(),
+            opts.wal_limit_bytes,
+            opts.checkpoint_every,
+            turns.clone(),
+            metrics.clone(),
+        )?;
         Ok(SqliteStore {
             path: path.to_owned(),
             writer: Writer::start(
                 conn,
                 opts.max_batch,
-                writer::WalBound { path: wal_path(path), limit_bytes: opts.wal_limit_bytes, lock: turns },
+                writer::WalBound {
+                    path: wal_path(path),
+                    limit_bytes: opts.wal_limit_bytes,
+                    lock: turns,
+                    metrics: metrics.clone(),
+                },
             ),
             readers,
             checkpointer,
+            metrics,
         })
     }
 
@@ -123,6 +137,10 @@ fn check_integrity(conn: &rusqlite::Connection) -> StoreResult<()> {
 }
 
 impl Store for SqliteStore {
+    fn metrics(&self) -> Option<crate::metrics::StoreMetrics> {
+        Some(self.metrics.clone())
+    }
+
     async fn create_user(&self, name: Username, password_hash: Option<String>, is_admin: bool) -> StoreResult<User> {
         let now = Timestamp::now();
         self.writer.write(move |c| writes::create_user(c, &name, password_hash.as_deref(), is_admin, now)).await

@@ -117,6 +117,8 @@ pub struct WalBound {
     /// writer's TRUNCATE kept losing to the checkpointer's PASSIVE and the
     /// WAL grew. Taking turns on this lock makes the writer wait instead.
     pub lock: std::sync::Arc<std::sync::Mutex<()>>,
+    /// Where the writer records its batches, commits and checkpoints.
+    pub metrics: crate::metrics::StoreMetrics,
 }
 
 impl WalBound {
@@ -129,7 +131,9 @@ impl WalBound {
             return;
         }
         let _turn = self.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let started = std::time::Instant::now();
         let r = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0));
+        self.metrics.checkpoint("TRUNCATE", "writer", started.elapsed());
         match r {
             Ok(0) => tracing::debug!(size, "WAL over its limit: truncated by the writer"),
             Ok(_) => tracing::debug!(size, "WAL over its limit: readers kept the checkpoint from finishing"),
@@ -157,7 +161,7 @@ fn run(conn: Connection, rx: Receiver<Msg>, max_batch: usize, wal: WalBound) {
             }
         }
         if !batch.is_empty() {
-            commit_batch(&conn, &mut batch);
+            commit_batch(&conn, &mut batch, &wal.metrics);
             wal.enforce(&conn);
         }
     }
@@ -166,7 +170,7 @@ fn run(conn: Connection, rx: Receiver<Msg>, max_batch: usize, wal: WalBound) {
         batch.push(job);
     }
     if !batch.is_empty() {
-        commit_batch(&conn, &mut batch);
+        commit_batch(&conn, &mut batch, &wal.metrics);
     }
     let _turn = wal.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
@@ -177,7 +181,8 @@ fn run(conn: Connection, rx: Receiver<Msg>, max_batch: usize, wal: WalBound) {
     }
 }
 
-fn commit_batch(conn: &Connection, batch: &mut Vec<Job>) {
+fn commit_batch(conn: &Connection, batch: &mut Vec<Job>, metrics: &crate::metrics::StoreMetrics) {
+    let (writes, started) = (batch.len(), std::time::Instant::now());
     // A ROLLBACK that failed after the last batch (an I/O error on a full
     // disk) must not leave the connection inside that transaction for good:
     // every later BEGIN would fail and the writer would be wedged.
@@ -223,6 +228,8 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Job>) {
         tracing::error!(error = %e, "group commit failed; rolling back");
         let _ = conn.execute_batch("ROLLBACK");
     }
+    // Recorded before the callers hear back, so a scrape after a write sees it.
+    metrics.commit(writes, started.elapsed());
     for done in completions {
         done(&committed);
     }
@@ -231,6 +238,10 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Job>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn metrics() -> crate::metrics::StoreMetrics {
+        crate::metrics::StoreMetrics::new(std::path::Path::new("unused.db"))
+    }
 
     fn count(conn: &Connection) -> i64 {
         conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).expect("count")
@@ -252,7 +263,7 @@ mod tests {
             Err(StoreError::Unavailable("database or disk is full".into()))
         });
         let (after, after_rx) = job(insert(3));
-        commit_batch(&conn, &mut vec![first, abandon, after]);
+        commit_batch(&conn, &mut vec![first, abandon, after], &metrics());
         for (name, rx) in [("first", first_rx), ("abandon", abandon_rx), ("after", after_rx)] {
             let out = rx.blocking_recv().expect("answered");
             assert!(matches!(out, Err(StoreError::Unavailable(_))), "{name}: {out:?}");
@@ -261,7 +272,7 @@ mod tests {
 
         // The writer is not wedged: the next batch commits.
         let (next, next_rx) = job(insert(4));
-        commit_batch(&conn, &mut vec![next]);
+        commit_batch(&conn, &mut vec![next], &metrics());
         assert!(next_rx.blocking_recv().expect("answered").is_ok());
         assert_eq!(count(&conn), 1);
     }
@@ -271,7 +282,7 @@ mod tests {
         let conn = Connection::open_in_memory().expect("open");
         conn.execute_batch("CREATE TABLE t (x INTEGER); BEGIN; INSERT INTO t VALUES (1);").expect("setup");
         let (next, next_rx) = job(insert(2));
-        commit_batch(&conn, &mut vec![next]);
+        commit_batch(&conn, &mut vec![next], &metrics());
         assert!(next_rx.blocking_recv().expect("answered").is_ok());
         let stored: Vec<i64> =
             conn.prepare("SELECT x FROM t").and_then(|mut s| s.query_map([], |r| r.get(0))?.collect()).expect("select");

@@ -1,0 +1,209 @@
+//! Prometheus metrics (docs/METRICS.md): the registry each `App` owns, the
+//! `/metrics` handler, and where it is served (main listener, its own, or
+//! nowhere).
+//!
+//! Counters and histograms are recorded where things happen (the request
+//! middleware in `http`, the cache, the writer and checkpointer through
+//! `store::StoreMetrics`); sizes and counts that already exist elsewhere
+//! (cache bytes, live sockets, file sizes, memory) are sampled only when
+//! `/metrics` is scraped, so they cost nothing in between.
+
+pub mod config;
+pub mod http;
+mod process;
+pub mod serve;
+pub mod store;
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+
+pub use config::MetricsConfig;
+pub use store::StoreMetrics;
+
+use crate::cache::TopicCache;
+use crate::error::AppError;
+use crate::http::AppState;
+use crate::live::Hub;
+use crate::store::Store;
+
+/// The OpenMetrics text format, which Prometheus reads (and prefers).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Where `/metrics` is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    MainListener = 0,
+    OwnListener = 1,
+    Off = 2,
+}
+
+/// Gauges set from their sources at each scrape.
+#[derive(Default)]
+struct Sampled {
+    live_sockets: Gauge,
+    live_channels: Gauge,
+    live_subscriptions: Gauge,
+    live_pending_bytes: Gauge,
+    cache_bytes: Gauge,
+    cache_budget_bytes: Gauge,
+    cache_topics: Gauge,
+    db_bytes: Gauge,
+    wal_bytes: Gauge,
+    resident_bytes: Gauge,
+    virtual_bytes: Gauge,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    pub http: http::HttpMetrics,
+    sampled: Sampled,
+    store: Option<StoreMetrics>,
+    /// A `Mode`; set before the router is built (see `set_mode`).
+    mode: AtomicU8,
+}
+
+impl Metrics {
+    pub fn new(store: Option<StoreMetrics>, cache: &TopicCache) -> Metrics {
+        let http = http::HttpMetrics::new();
+        let sampled = Sampled::default();
+        let mut r = Registry::default();
+        r.register("pith_build", "The running version", Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]));
+        r.register("pith_http_requests", "HTTP requests answered, by route template", http.requests.clone());
+        r.register(
+            "pith_http_request_duration_seconds",
+            "Time from a request's arrival to its response head",
+            http.duration.clone(),
+        );
+        register_live(&mut r, &sampled);
+        register_cache(&mut r, &sampled, cache);
+        if let Some(s) = &store {
+            register_store(&mut r, &sampled, s);
+        }
+        r.register("process_resident_memory_bytes", "Resident memory of the process", sampled.resident_bytes.clone());
+        r.register("process_virtual_memory_bytes", "Virtual memory of the process", sampled.virtual_bytes.clone());
+        Metrics { registry: r, http, sampled, store, mode: AtomicU8::new(Mode::MainListener as u8) }
+    }
+
+    /// Call before `http::run`: the router reads it when it is built.
+    pub fn set_mode(&self, mode: Mode) {
+        self.mode.store(mode as u8, Ordering::Relaxed);
+    }
+
+    pub fn mode(&self) -> Mode {
+        match self.mode.load(Ordering::Relaxed) {
+            0 => Mode::MainListener,
+            1 => Mode::OwnListener,
+            _ => Mode::Off,
+        }
+    }
+
+    /// Samples the gauges and encodes everything.
+    pub fn render(&self, cache: &TopicCache, live: &Hub) -> Result<String, std::fmt::Error> {
+        let s = &self.sampled;
+        let set = |g: &Gauge, v: usize| g.set(i64::try_from(v).unwrap_or(i64::MAX));
+        let set64 = |g: &Gauge, v: u64| g.set(i64::try_from(v).unwrap_or(i64::MAX));
+        set(&s.live_sockets, live.sockets());
+        set(&s.live_channels, live.channels());
+        set(&s.live_subscriptions, live.subscriptions());
+        set(&s.live_pending_bytes, live.pending());
+        set(&s.cache_bytes, cache.bytes());
+        set(&s.cache_budget_bytes, cache.budget());
+        set(&s.cache_topics, cache.topics());
+        if let Some(store) = &self.store {
+            let (db, wal) = store.file_sizes();
+            set64(&s.db_bytes, db);
+            set64(&s.wal_bytes, wal);
+        }
+        if let Some((resident, virt)) = process::memory() {
+            set64(&s.resident_bytes, resident);
+            set64(&s.virtual_bytes, virt);
+        }
+        let mut out = String::with_capacity(16 * 1024);
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+}
+
+fn register_live(r: &mut Registry, s: &Sampled) {
+    r.register("pith_live_sockets", "Live connections open (WebSocket and SSE)", s.live_sockets.clone());
+    r.register("pith_live_channels", "Topic and community channels with subscribers", s.live_channels.clone());
+    r.register("pith_live_subscriptions", "Subscriptions over all live connections", s.live_subscriptions.clone());
+    r.register(
+        "pith_live_pending_bytes",
+        "Output queued on live sockets the kernel would not take yet",
+        s.live_pending_bytes.clone(),
+    );
+}
+
+fn register_cache(r: &mut Registry, s: &Sampled, cache: &TopicCache) {
+    r.register("pith_cache_hits", "Rendered-response lookups answered from the cache", cache.hits.clone());
+    r.register(
+        "pith_cache_misses",
+        "Rendered-response lookups that rendered or waited for a render",
+        cache.misses.clone(),
+    );
+    r.register("pith_cache_bytes", "Bytes held by the rendered-response cache", s.cache_bytes.clone());
+    r.register("pith_cache_budget_bytes", "The cache's byte budget (--cache-mb)", s.cache_budget_bytes.clone());
+    r.register("pith_cache_topics", "Topics with at least one cached rendering", s.cache_topics.clone());
+}
+
+fn register_store(r: &mut Registry, s: &Sampled, store: &StoreMetrics) {
+    r.register("pith_writer_batch_size", "Writes committed together in one transaction", store.batch_size.clone());
+    r.register(
+        "pith_writer_commit_duration_seconds",
+        "Time to run and commit one batch of writes (fsync included)",
+        store.commit_seconds.clone(),
+    );
+    r.register(
+        "pith_checkpoint_duration_seconds",
+        "Time of one WAL checkpoint, by mode and by who ran it",
+        store.checkpoint_seconds.clone(),
+    );
+    r.register("pith_db_bytes", "Size of the database file", s.db_bytes.clone());
+    r.register("pith_wal_bytes", "Size of the write-ahead log file", s.wal_bytes.clone());
+}
+
+/// `GET /metrics`.
+pub async fn scrape<S: Store>(State(state): State<AppState<S>>) -> Response {
+    match state.metrics.render(&state.cache, &state.live) {
+        Ok(body) => ([(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE))], body).into_response(),
+        Err(_) => AppError::Internal("cannot encode the metrics".into()).into_response(),
+    }
+}
+
+/// Adds `/metrics` (when served on the main listener) and the route marker
+/// to the application's routes; call after every route is added.
+pub fn routes<S: Store>(routes: Router<AppState<S>>, state: &AppState<S>) -> Router<AppState<S>> {
+    match state.metrics.mode() {
+        Mode::Off => routes,
+        Mode::OwnListener => routes.route_layer(axum::middleware::from_fn(http::mark_route)),
+        Mode::MainListener => {
+            routes.route("/metrics", get(scrape::<S>)).route_layer(axum::middleware::from_fn(http::mark_route))
+        }
+    }
+}
+
+/// Wraps the whole application in the request metrics (unless off).
+pub fn layer<S: Store>(app: Router<AppState<S>>, state: &AppState<S>) -> Router<AppState<S>> {
+    if state.metrics.mode() == Mode::Off {
+        return app;
+    }
+    let metrics = state.metrics.http.clone();
+    app.layer(axum::middleware::from_fn(move |req, next| http::track(metrics.clone(), req, next)))
+}
+
+/// The router of the separate metrics listener (`--metrics-listen`).
+pub fn router<S: Store>(state: AppState<S>) -> Router {
+    Router::new()
+        .route("/metrics", get(scrape::<S>))
+        .fallback(|uri: axum::http::Uri| async move { AppError::NotFound(format!("route {}", uri.path())) })
+        .with_state(state)
+}

@@ -64,10 +64,9 @@ async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::http::
     let metrics_listener = crate::metrics::serve::start(&cfg.metrics, &state).await?;
     if !state.store.has_admin().await? {
         let link = setup_link(scheme, listener.local_addr()?, &state.web.setup.issue());
-        tracing::warn!(%link, "no administrator yet: open this one-time link to create one");
-        eprintln!(
-            "\nNo administrator yet. Create one at this one-time link (works until an admin exists):\n  {link}\n"
-        );
+        // A log line, and so on stderr, which keeps `--log-format json`
+        // output all JSON.
+        tracing::warn!("no administrator yet: create one at this one-time link (works until one exists): {link}");
     }
     let limits = http::server::ConnLimits {
         max_connections: cfg.max_connections.max(1),

@@ -8,10 +8,13 @@ echo "== formatting and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 
-echo "== NATS on 127.0.0.1:4222 for the cluster tests"
+echo "== PostgreSQL for the storage tests (tests/lib/postgres.sh)"
+source tests/lib/postgres.sh
+
+echo "== NATS on 127.0.0.1:4222 for the cluster tests (tests/cluster/nats.sh)"
 tests/cluster/nats.sh
 
-echo "== unit and integration tests (real SQLite files, real sockets)"
+echo "== unit and integration tests (real SQLite files, a real PostgreSQL, real sockets)"
 cargo test --locked --all-targets
 
 echo "== API fuzzing from docs/openapi.json (schemathesis, at most 300 s)"

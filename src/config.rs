@@ -450,3 +450,29 @@ pub struct UserInviteConfig {
     #[command(flatten)]
     pub data: DataConfig,
 }
+
+#[cfg(test)]
+mod backend_tests {
+    use super::*;
+
+    fn data(database: Option<&str>) -> DataConfig {
+        DataConfig { data_dir: PathBuf::from("/d"), database: database.map(str::to_owned) }
+    }
+
+    #[test]
+    fn a_postgres_url_picks_postgres_and_anything_else_sqlite() {
+        assert_eq!(data(None).backend(), Backend::Sqlite(PathBuf::from("/d/pith.db")));
+        assert_eq!(data(Some("sqlite:/x.db")).backend(), Backend::Sqlite(PathBuf::from("/x.db")));
+        let url = "postgresql://u@h/db";
+        assert_eq!(data(Some(url)).backend(), Backend::Postgres(url.into()));
+        let err = data(Some("postgres://h/db")).sqlite_path().expect_err("not a file");
+        assert!(err.to_string().contains("pg_dump"), "{err}");
+    }
+
+    #[test]
+    fn a_password_never_shows_in_a_redacted_url() {
+        assert_eq!(redact_url("postgres://pith:s3cr:et@h:5432/db"), "postgres://pith:***@h:5432/db");
+        assert_eq!(redact_url("postgres://pith@h/db"), "postgres://pith@h/db");
+        assert_eq!(redact_url("postgres://h/db?user=a"), "postgres://h/db?user=a");
+    }
+}

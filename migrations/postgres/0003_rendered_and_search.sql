@@ -13,18 +13,26 @@ ALTER TABLE topics ADD COLUMN body_html TEXT;
 -- check the topic of a post (a removed topic hides its replies). They are
 -- not part of the portable schema: `pith migrate` copies the columns of
 -- migrations/sqlite and PostgreSQL recomputes these.
--- 'english': Snowball stemming ("cards" finds "card"), as FTS5's porter.
+-- pith_english: Snowball stemming ("cards" finds "card"), as FTS5's
+-- porter, after unaccent ("cafe" finds "café"), as FTS5's
+-- remove_diacritics. unaccent is a trusted contrib extension: the
+-- database's owner may create it.
 -- A title's words weigh A and a body's B; ranking weighs A five times B,
 -- as SQLite's bm25(5.0, 1.0).
+CREATE EXTENSION IF NOT EXISTS unaccent;
+CREATE TEXT SEARCH CONFIGURATION pith_english (COPY = english);
+ALTER TEXT SEARCH CONFIGURATION pith_english
+    ALTER MAPPING FOR hword, hword_part, word WITH unaccent, english_stem;
+
 ALTER TABLE topics ADD COLUMN fts tsvector GENERATED ALWAYS AS (
     CASE WHEN deleted OR removed THEN NULL
-    ELSE setweight(to_tsvector('english'::regconfig, title), 'A')
-      || setweight(to_tsvector('english'::regconfig, coalesce(body, '')), 'B')
+    ELSE setweight(to_tsvector('pith_english'::regconfig, title), 'A')
+      || setweight(to_tsvector('pith_english'::regconfig, coalesce(body, '')), 'B')
     END
 ) STORED;
 ALTER TABLE posts ADD COLUMN fts tsvector GENERATED ALWAYS AS (
     CASE WHEN deleted OR removed THEN NULL
-    ELSE to_tsvector('english'::regconfig, body)
+    ELSE to_tsvector('pith_english'::regconfig, body)
     END
 ) STORED;
 CREATE INDEX topics_fts ON topics USING gin (fts);

@@ -18,7 +18,9 @@ use tokio::sync::oneshot;
 /// instead of hanging the suite.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub struct TestApp {
+/// A server on one store: SQLite unless a test asks for PostgreSQL
+/// (`spawn_pg_app`).
+pub struct TestApp<S: Store = SqliteStore> {
     pub addr: String,
     pub client: reqwest::Client,
     pub dir: tempfile::TempDir,
@@ -26,7 +28,7 @@ pub struct TestApp {
     pub admin_token: String,
     /// The server's own state: lets tests make accounts without paying for
     /// argon2, and look at the store behind the API.
-    pub state: AppState<SqliteStore>,
+    pub state: AppState<S>,
     stop: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -58,6 +60,21 @@ async fn spawn_app_full(dir: tempfile::TempDir, request_timeout: Duration, rate:
     let path = dir.path().join("pith.db");
     let store =
         SqliteStore::open(&path, &SqliteOptions { readers: 2, ..SqliteOptions::default() }).expect("open store");
+    serve_store(store, dir, request_timeout, rate).await
+}
+
+/// A server on the fresh PostgreSQL database `db`.
+pub async fn spawn_pg_app(db: &crate::pg::TestDb) -> TestApp<pith::store::postgres::PgStore> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    serve_store(db.store().await, dir, Duration::from_secs(30), &RateConfig::off()).await
+}
+
+async fn serve_store<S: Store>(
+    store: S,
+    dir: tempfile::TempDir,
+    request_timeout: Duration,
+    rate: &RateConfig,
+) -> TestApp<S> {
     // The first administrator is made the way `pith user add --admin` does.
     let admin = match store.create_user(Username::parse("admin").expect("name"), None, true).await {
         Ok(admin) => admin,
@@ -110,7 +127,7 @@ pub async fn fetch(req: reqwest::RequestBuilder) -> Reply {
     Reply { status, headers, bytes }
 }
 
-impl TestApp {
+impl<S: Store> TestApp<S> {
     pub fn db_path(&self) -> PathBuf {
         self.dir.path().join("pith.db")
     }

@@ -12,6 +12,8 @@
 //! - `moderation`: moderators, removals, locks, bans, reports, the mod log,
 //!   registration modes.
 //! - `store`: the `Store` trait as one story, for every backend.
+//! - `pg`: a fresh PostgreSQL database per test (`TestDb`).
+//! - `postgres`: the API, `pith seed` and `pith user add` on PostgreSQL.
 //! - `search`: full-text search, and the HTML stored with every body.
 //! - `fuzz_regressions`: saved fuzz inputs through the fuzz targets' checks.
 //! - `cluster`: two nodes on one PostgreSQL (LISTEN/NOTIFY and NATS buses),
@@ -41,6 +43,8 @@ mod migrate;
 mod moderation;
 mod openapi;
 mod pages;
+mod pg;
+mod postgres;
 mod search;
 mod seeding;
 mod store;

@@ -1,6 +1,6 @@
 //! The `Store` trait told as one story, written against the trait alone so
-//! every backend runs the same one (see atuin's `db_story.rs`). Today that
-//! is SQLite; PostgreSQL will add one `#[tokio::test]` calling `story`.
+//! every backend runs the same one (see atuin's `db_story.rs`): SQLite and
+//! PostgreSQL each have one `#[tokio::test]` calling `story`.
 
 use pith::auth::token_digest;
 use pith::model::SearchHit;
@@ -283,5 +283,24 @@ async fn the_sqlite_store_tells_the_whole_story_and_keeps_it_across_a_reopen() {
     assert_eq!(names, ["arduino", "raspi"]);
     let profile = store.profile("bob".into()).await.expect("profile");
     assert_eq!(profile.topics[0].body.as_deref(), Some("Which microSD card?"));
+    store.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_postgres_store_tells_the_whole_story_and_keeps_it_across_a_reconnect() {
+    let db = crate::pg::TestDb::create().await;
+    let store = db.store().await;
+    story(&store).await;
+    store.shutdown().await;
+    drop(store);
+
+    // A second connect finds the schema migrated and applies nothing twice.
+    let store = db.store().await;
+    let names: Vec<String> = store.list_communities().await.expect("list").into_iter().map(|c| c.name).collect();
+    assert_eq!(names, ["arduino", "raspi"]);
+    let profile = store.profile("bob".into()).await.expect("profile");
+    assert_eq!(profile.topics[0].body.as_deref(), Some("Which microSD card?"));
+    let applied = db.client().await.query_one("SELECT count(*) FROM pith_migrations", &[]).await.expect("count");
+    assert_eq!(applied.get::<_, i64>(0), 3);
     store.shutdown().await;
 }

@@ -151,8 +151,13 @@ pub async fn exec_raw(c: &impl GenericClient, sql: &str, params: Params<'_>) -> 
 /// 503); a unique violation is `Conflict`; anything else `Internal`.
 pub fn map_err(e: tokio_postgres::Error) -> StoreError {
     let Some(code) = e.code() else {
-        // No SQLSTATE: the connection itself failed (refused, closed, I/O).
-        return StoreError::Unavailable(format!("PostgreSQL connection failed: {e}"));
+        // No SQLSTATE: the connection failed (refused, closed, I/O, timed
+        // out), or a value did not convert (a bug).
+        return if connection_failed(&e) {
+            StoreError::Unavailable(format!("PostgreSQL connection failed: {e}"))
+        } else {
+            StoreError::Internal(format!("PostgreSQL: {e}"))
+        };
     };
     if *code == SqlState::UNIQUE_VIOLATION {
         return StoreError::Conflict("that is already taken".into());
@@ -165,6 +170,14 @@ pub fn map_err(e: tokio_postgres::Error) -> StoreError {
         return StoreError::Unavailable(format!("PostgreSQL: {}", db_message(&e)));
     }
     StoreError::Internal(format!("PostgreSQL: {}", db_message(&e)))
+}
+
+fn connection_failed(e: &tokio_postgres::Error) -> bool {
+    use std::error::Error as _;
+    let io = e.source().is_some_and(|s| s.is::<std::io::Error>());
+    // tokio-postgres tells its error kinds only through their messages.
+    let text = e.to_string();
+    e.is_closed() || io || ["error connecting", "error communicating", "timeout"].iter().any(|k| text.starts_with(k))
 }
 
 fn db_message(e: &tokio_postgres::Error) -> String {

@@ -31,21 +31,20 @@ pub fn tsquery(terms: &[Term]) -> Option<String> {
 
 /// Title (A) five times body (B), as SQLite's bm25(5.0, 1.0); ts_rank's
 /// weights are listed {D, C, B, A}.
-const RANK_TOPICS: &str = "SELECT t.id FROM topics t, to_tsquery('english', $1) q \
+const RANK_TOPICS: &str = "SELECT t.id FROM topics t, to_tsquery('pith_english', $1) q \
      WHERE t.fts @@ q AND NOT t.deleted AND NOT t.removed AND ($2::bigint IS NULL OR t.community_id = $2) \
      ORDER BY ts_rank('{0, 0, 0.2, 1.0}', t.fts, q) DESC, t.id DESC LIMIT $3 OFFSET $4";
 
 // Deleted and removed posts have no vector; they are checked again here
 // all the same, with the topic, whose removal hides its replies.
-const RANK_POSTS: &str = "SELECT p.id FROM posts p JOIN topics t ON t.id = p.topic_id, to_tsquery('english', $1) q \
+const RANK_POSTS: &str = "SELECT p.id FROM posts p JOIN topics t ON t.id = p.topic_id, to_tsquery('pith_english', $1) q \
      WHERE p.fts @@ q AND NOT p.deleted AND NOT p.removed AND NOT t.removed \
      AND ($2::bigint IS NULL OR t.community_id = $2) \
      ORDER BY ts_rank(p.fts, q) DESC, p.id DESC LIMIT $3 OFFSET $4";
 
-const TOPIC_SNIPPET: &str =
-    "SELECT ts_headline('english', coalesce(body, ''), to_tsquery('english', $1), $3) FROM topics WHERE id = $2";
+const TOPIC_SNIPPET: &str = "SELECT ts_headline('pith_english', coalesce(body, ''), to_tsquery('pith_english', $1), $3) FROM topics WHERE id = $2";
 const POST_SNIPPET: &str =
-    "SELECT ts_headline('english', body, to_tsquery('english', $1), $3) FROM posts WHERE id = $2";
+    "SELECT ts_headline('pith_english', body, to_tsquery('pith_english', $1), $3) FROM posts WHERE id = $2";
 
 /// About as long as SQLite's 24-token snippets.
 fn headline_options() -> String {

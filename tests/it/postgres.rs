@@ -1,0 +1,236 @@
+//! PostgreSQL end to end: the JSON API served from a `PgStore` (topics,
+//! posts, reading, votes, listings, search, edits, moderation's basics),
+//! and the real `pith` binary's `seed` and `user add` on a postgres:// URL.
+//! The store itself is proven by `store::story`.
+
+use std::ffi::OsStr;
+
+use serde_json::json;
+
+use crate::child::run_pith;
+use crate::helpers::{assert_error, ids, spawn_pg_app};
+use crate::pg::TestDb;
+
+#[tokio::test]
+async fn the_api_on_postgres_creates_reads_votes_lists_and_searches() {
+    let db = TestDb::create().await;
+    let app = spawn_pg_app(&db).await;
+    app.community("raspi").await;
+    let alice = app.register("alice").await;
+    let bob = app.user("bob").await;
+
+    // Topics and nested replies, read back in each order.
+    let (status, topic) = app
+        .post(
+            "/api/v1/communities/RasPi/topics",
+            Some(&alice),
+            json!({"title": "Which microSD card?", "body": "For a *Pi 5*."}),
+        )
+        .await;
+    assert_eq!(status, 201, "{topic}");
+    assert_eq!((topic["community"].clone(), topic["author"].clone()), (json!("raspi"), json!("alice")));
+    let cards = topic["id"].as_i64().expect("id");
+    let older = app.topic("raspi", &bob, "Cases").await;
+    let p1 = app.reply(cards, &bob, None, "SanDisk Extreme.").await;
+    let p2 = app.reply(cards, &alice, Some(p1), "Which size?").await;
+    let (status, crossed) =
+        app.post(&format!("/api/v1/topics/{older}/posts"), Some(&bob), json!({"body": "x", "parent_id": p1})).await;
+    assert_error("a parent from another topic", status, &crossed, 422, "invalid_field");
+
+    let read = app.read_topic(cards, "old").await;
+    assert_eq!(ids(&read["posts"]), [p1, p2]);
+    assert_eq!(read["posts"][1]["parent_id"], p1);
+    assert_eq!(read["topic"]["body_html"], "<p>For a <em>Pi 5</em>.</p>\n");
+    assert_eq!(read["topic"]["post_count"], 2);
+
+    // Votes: one per user, replaced, withdrawn; best order and hot follow.
+    assert_eq!(app.vote("posts", p2, &bob, 1).await, 1);
+    assert_eq!(app.vote("posts", p2, &bob, 1).await, 1);
+    assert_eq!(app.vote("posts", p1, &alice, -1).await, -1);
+    assert_eq!(app.vote("posts", p1, &alice, 0).await, 0);
+    assert_eq!(app.vote("topics", older, &alice, 1).await, 1);
+    assert_eq!(app.vote("topics", older, &bob, 1).await, 2);
+    assert_eq!(ids(&app.read_topic(cards, "best").await["posts"]), [p2, p1]);
+    let (top, _) = app.list("/api/v1/communities/raspi/topics?sort=top").await;
+    assert_eq!(top, [older, cards]);
+    let (hot, _) = app.list("/api/v1/topics?sort=hot").await;
+    assert_eq!(hot, [older, cards], "two votes outweigh a few seconds");
+    let (first, next) = app.list("/api/v1/topics?sort=new&limit=1").await;
+    assert_eq!(first, [older]);
+    let next = next.expect("a second page");
+    let (second, _) = app.list(&format!("/api/v1/topics?sort=new&limit=1&after={next}")).await;
+    assert_eq!(second, [cards]);
+
+    // Search, with snippets escaped and marked.
+    let (status, found) = app.get("/api/v1/search?q=microsd").await;
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(found["hits"].as_array().map(Vec::len), Some(1), "{found}");
+    assert_eq!(found["hits"][0]["topic"]["id"], cards, "{found}");
+    let (_, found) = app.get("/api/v1/search?q=sandisk&type=posts").await;
+    assert_eq!(found["hits"][0]["post"]["id"], p1, "{found}");
+    assert!(found["hits"][0]["snippet"].as_str().is_some_and(|s| s.contains("<mark>SanDisk</mark>")), "{found}");
+
+    // Edits and deletes by the author only; search follows them.
+    let (status, body) = app.patch(&format!("/api/v1/posts/{p1}"), Some(&alice), json!({"body": "mine"})).await;
+    assert_error("someone else's post", status, &body, 403, "forbidden");
+    let (status, edited) = app.patch(&format!("/api/v1/posts/{p1}"), Some(&bob), json!({"body": "Kingston."})).await;
+    assert_eq!((status, edited["body"].clone()), (200, json!("Kingston.")), "{edited}");
+    let (_, found) = app.get("/api/v1/search?q=sandisk&type=posts").await;
+    assert_eq!(found["hits"], json!([]), "edited away: {found}");
+    let (status, _) = app.delete(&format!("/api/v1/topics/{older}"), Some(&bob)).await;
+    assert_eq!(status, 204);
+    let (listed, _) = app.list("/api/v1/topics?sort=new").await;
+    assert_eq!(listed, [cards]);
+
+    // Unknown things are 404s, as on SQLite.
+    let (status, body) = app.get("/api/v1/topics/999999").await;
+    assert_error("a missing topic", status, &body, 404, "not_found");
+    let (status, body) = app.get("/api/v1/search?q=x&community=nowhere").await;
+    assert_error("a missing community", status, &body, 404, "not_found");
+    app.stop().await;
+}
+
+/// Runs the real binary; its stdout, failing the test with its stderr.
+async fn pith_ok(args: &[&str]) -> String {
+    let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    let out = run_pith(&args).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "pith {args:?} failed: {stderr}");
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[tokio::test]
+async fn pith_seed_and_user_add_work_on_a_postgres_url() {
+    let db = TestDb::create().await;
+    pith_ok(&["seed", "--database", &db.url, "--scale", "0.01", "--seed", "7"]).await;
+    let client = db.client().await;
+    let count = |sql: &'static str| {
+        let client = &client;
+        async move { client.query_one(sql, &[]).await.expect("count").get::<_, i64>(0) }
+    };
+    assert_eq!(count("SELECT count(*) FROM users").await, 1000);
+    assert_eq!(count("SELECT count(*) FROM communities").await, 10);
+    assert_eq!(count("SELECT count(*) FROM posts").await, 1000, "1% of 100k posts");
+    assert_eq!(count("SELECT count(*) FROM posts WHERE body_html IS NULL").await, 0, "rendered as loaded");
+    assert!(count("SELECT count(*) FROM topics WHERE fts IS NOT NULL").await > 0, "searchable");
+
+    // The same rows as the SQLite seed with the same seed.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pith.db");
+    pith_ok(&["seed", "--database", path.to_str().expect("path"), "--scale", "0.01", "--seed", "7"]).await;
+    let sqlite = rusqlite::Connection::open(&path).expect("open");
+    let sqlite_sum: (i64, i64, f64, String) = sqlite
+        .query_row(
+            "SELECT sum(id * score), sum(post_count), sum(hot), group_concat(title, '|') FROM \
+             (SELECT * FROM topics ORDER BY id)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .expect("sqlite sums");
+    let pg = client
+        .query_one(
+            "SELECT sum(id * score)::bigint, sum(post_count)::bigint, sum(hot), string_agg(title, '|' ORDER BY id) \
+             FROM topics",
+            &[],
+        )
+        .await
+        .expect("pg sums");
+    let pg_sum: (i64, i64, f64, String) = (pg.get(0), pg.get(1), pg.get(2), pg.get(3));
+    assert_eq!((sqlite_sum.0, sqlite_sum.1, &sqlite_sum.3), (pg_sum.0, pg_sum.1, &pg_sum.3));
+    assert!((sqlite_sum.2 - pg_sum.2).abs() < 1e-6, "hot: {} vs {}", sqlite_sum.2, pg_sum.2);
+
+    // Seeding again is refused: the database holds data.
+    let words = ["seed", "--database", db.url.as_str()];
+    let args: Vec<&OsStr> = words.iter().map(OsStr::new).collect();
+    let again = run_pith(&args).await;
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already holds data"));
+
+    // A user made on the command line logs in with the printed token, and
+    // new rows get ids after the seeded ones.
+    let out = pith_ok(&["user", "add", "root", "--admin", "--database", &db.url]).await;
+    let token = out.lines().last().expect("token").trim().to_owned();
+    let row = client.query_one("SELECT id, is_admin FROM users WHERE name = 'root'", &[]).await.expect("root");
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, bool>(1)), (1001, true));
+    let app = crate::helpers::spawn_pg_app(&db).await;
+    let (status, me) = app.send(reqwest::Method::GET, "/api/v1/auth/me", Some(&token), None).await;
+    assert_eq!((status, me["name"].clone()), (200, json!("root")), "{me}");
+    let (status, topic) =
+        app.post("/api/v1/communities/community1/topics", Some(&token), json!({"title": "After the seed"})).await;
+    assert_eq!(status, 201, "{topic}");
+    let invite = pith_ok(&["user", "invite", "--database", &db.url]).await;
+    assert!(!invite.trim().is_empty());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn backup_on_a_postgres_url_points_at_pg_dump() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("b.db");
+    let args: Vec<&OsStr> = vec![
+        "backup".as_ref(),
+        file.as_os_str(),
+        "--database".as_ref(),
+        "postgres://postgres@127.0.0.1:1/none".as_ref(),
+    ];
+    let out = run_pith(&args).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pg_dump"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[tokio::test]
+async fn no_query_text_is_an_error_for_postgres_search() {
+    use pith::store::{Search, SearchKind, Store};
+    let db = TestDb::create().await;
+    let store = db.store().await;
+    let long = "x\"(*!|&:".repeat(3000);
+    for text in [
+        "\"",
+        "*",
+        "!",
+        "a | b",
+        "a & b",
+        "!x",
+        "(hello",
+        "hello)",
+        "a:b",
+        "a:*",
+        "<->",
+        "a <-> b",
+        "'quoted'",
+        "\\",
+        "日本語 テキスト",
+        "é\u{301}",
+        "\u{200b}",
+        "hello*world",
+        "NEAR(a b)",
+        "a:A",
+        &long,
+    ] {
+        for kind in [SearchKind::Topics, SearchKind::Posts] {
+            let q = Search { text: text.to_owned(), kind, community: None, offset: 0, limit: 10 };
+            let page = store.search(q).await;
+            assert!(page.as_ref().is_ok_and(|p| p.hits.is_empty()), "{text:?}: {:?}", page.map(|p| p.hits.len()));
+        }
+    }
+    store.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_unavailable_not_a_crash() {
+    use pith::store::StoreError;
+    use pith::store::postgres::{PgOptions, PgStore};
+    let opts = PgOptions { pool_size: 1, wait: std::time::Duration::from_secs(2) };
+    let refused = PgStore::connect("postgres://postgres@127.0.0.1:1/nothing", &opts).await;
+    assert!(matches!(refused, Err(StoreError::Unavailable(_))), "{:?}", refused.err());
+
+    let args: Vec<&OsStr> = ["user", "add", "someone", "--database", "postgres://u:topsecret@127.0.0.1:1/x"]
+        .iter()
+        .map(|s| OsStr::new(*s))
+        .collect();
+    let out = run_pith(&args).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("cannot open database postgres://u:***@127.0.0.1:1/x"), "{stderr}");
+    assert!(!stderr.contains("topsecret"), "the password is never shown: {stderr}");
+}

@@ -234,3 +234,125 @@ async fn an_unreachable_server_is_unavailable_not_a_crash() {
     assert!(stderr.contains("cannot open database postgres://u:***@127.0.0.1:1/x"), "{stderr}");
     assert!(!stderr.contains("topsecret"), "the password is never shown: {stderr}");
 }
+
+#[tokio::test]
+async fn concurrent_votes_on_one_topic_lose_no_update() {
+    use pith::model::{CommunityName, Title, Username, VoteTarget};
+    use pith::store::{NewCommunity, NewTopic, Store};
+    let db = TestDb::create().await;
+    let store = std::sync::Arc::new(db.store().await);
+    let admin = store.create_user(Username::parse("admin").expect("name"), None, true).await.expect("admin");
+    let community = NewCommunity {
+        name: CommunityName::parse("raspi").expect("name"),
+        title: Title::parse("Pi").expect("title"),
+        description: String::new(),
+    };
+    store.create_community(&admin, community).await.expect("community");
+    let new = NewTopic {
+        community: CommunityName::parse("raspi").expect("name"),
+        title: Title::parse("Vote").expect("title"),
+        body: None,
+        url: None,
+    };
+    let topic = store.create_topic(&admin, new).await.expect("topic");
+    let mut voters = Vec::new();
+    for i in 0..24 {
+        voters.push(
+            store.create_user(Username::parse(&format!("voter{i}")).expect("name"), None, false).await.expect("voter"),
+        );
+    }
+    // Each voter votes up three times at once (a double-clicked button):
+    // without the row lock, each of the three would read "no vote yet" and
+    // add one to the score.
+    let tasks: Vec<_> = voters
+        .iter()
+        .flat_map(|voter| std::iter::repeat_n(voter.clone(), 3))
+        .map(|voter| {
+            let store = store.clone();
+            tokio::spawn(async move { store.vote(&voter, VoteTarget::Topic(topic.id), 1).await.expect("vote") })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("voter");
+    }
+    let (read, _) = store.topic_with_posts(topic.id, pith::store::PostSort::Best).await.expect("read");
+    assert_eq!(read.score, 24);
+    let row = db.client().await.query_one("SELECT count(*), sum(value)::bigint FROM votes", &[]).await.expect("votes");
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (24, 24));
+    store.shutdown().await;
+}
+
+/// `pith serve --database URL` on a free port, killed when dropped.
+struct Node {
+    child: tokio::process::Child,
+    base: String,
+}
+
+impl Node {
+    async fn start(url: &str) -> Node {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let mut cmd = tokio::process::Command::from(crate::child::pith());
+        cmd.args(["serve", "--rate-limits", "false", "--listen", &format!("127.0.0.1:{port}"), "--database", url])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().expect("spawn pith serve");
+        let base = format!("http://127.0.0.1:{port}");
+        let probe = crate::helpers::client();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            if let Ok(res) = probe.get(format!("{base}/healthz")).send().await
+                && res.status() == 200
+            {
+                return Node { child, base };
+            }
+            assert!(child.try_wait().expect("try_wait").is_none(), "pith serve on PostgreSQL exited early");
+            assert!(std::time::Instant::now() < deadline, "pith serve on PostgreSQL never became healthy");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn two_serve_processes_share_one_postgres_database() {
+    let db = TestDb::create().await;
+    let out = pith_ok(&["user", "add", "root", "--admin", "--database", &db.url]).await;
+    let token = out.lines().last().expect("token").trim().to_owned();
+    let (a, b) = (Node::start(&db.url).await, Node::start(&db.url).await);
+    let http = crate::helpers::client();
+    let made = http
+        .post(format!("{}/api/v1/communities", a.base))
+        .bearer_auth(&token)
+        .json(&json!({"name": "raspi", "title": "Pi"}))
+        .send()
+        .await
+        .expect("create community");
+    assert_eq!(made.status(), 201);
+    let topic: serde_json::Value = http
+        .post(format!("{}/api/v1/communities/raspi/topics", b.base))
+        .bearer_auth(&token)
+        .json(&json!({"title": "Written through B"}))
+        .send()
+        .await
+        .expect("create topic")
+        .json()
+        .await
+        .expect("json");
+    let id = topic["id"].as_i64().expect("id");
+    let read: serde_json::Value =
+        http.get(format!("{}/api/v1/topics/{id}", a.base)).send().await.expect("read").json().await.expect("json");
+    assert_eq!(read["topic"]["title"], "Written through B", "{read}");
+
+    // SIGTERM: each node stops cleanly.
+    for mut node in [a, b] {
+        let pid = node.child.id().expect("pid") as i32;
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let status = tokio::time::timeout(std::time::Duration::from_secs(20), node.child.wait())
+            .await
+            .expect("stops within 20 s")
+            .expect("wait");
+        assert!(status.success(), "{status}");
+    }
+}

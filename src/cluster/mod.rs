@@ -47,6 +47,8 @@ pub struct Sink {
     /// Set when a message could not be queued: other nodes may then hold
     /// stale entries, so the transport sends a `Flush` next.
     overflowed: AtomicBool,
+    /// True while the transport is connected and listening.
+    connected: AtomicBool,
 }
 
 impl Sink {
@@ -66,6 +68,15 @@ impl Sink {
         if self.tx.try_send(msg).is_err() {
             self.overflowed.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// True while the transport is connected and hears other nodes.
+    pub fn connected(&self) -> bool {
+        self.connected.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_connected(&self, up: bool) {
+        self.connected.store(up, Ordering::Relaxed);
     }
 
     /// True once after messages were lost since the last call.
@@ -93,10 +104,11 @@ pub fn apply_to<S: Store>(app: &App<S>, msg: Msg) {
 
 /// Connects `state` to the other nodes through `bus`: from now on its
 /// invalidations and events go out, and theirs come in. Returns at once;
-/// the transport connects (and reconnects) in the background.
-pub fn attach<S: Store>(state: &AppState<S>, bus: &Bus, node: &str) {
+/// the transport connects (and reconnects) in the background; the sink
+/// returned tells whether it is connected (`None`: no bus).
+pub fn attach<S: Store>(state: &AppState<S>, bus: &Bus, node: &str) -> Option<Arc<Sink>> {
     let (tx, rx) = mpsc::channel(QUEUE);
-    let sink = Arc::new(Sink { tx, overflowed: AtomicBool::new(false) });
+    let sink = Arc::new(Sink { tx, overflowed: AtomicBool::new(false), connected: AtomicBool::new(false) });
     let weak = Arc::downgrade(&state.0);
     let apply: Apply = Arc::new(move |msg| {
         if let Some(app) = weak.upgrade() {
@@ -104,7 +116,7 @@ pub fn attach<S: Store>(state: &AppState<S>, bus: &Bus, node: &str) {
         }
     });
     match bus {
-        Bus::None => return,
+        Bus::None => return None,
         Bus::Postgres(url) => {
             tokio::spawn(postgres::run(url.clone(), node.to_owned(), rx, sink.clone(), apply));
         }
@@ -113,7 +125,8 @@ pub fn attach<S: Store>(state: &AppState<S>, bus: &Bus, node: &str) {
         }
     }
     state.cache.set_bus(sink.clone());
-    state.live.set_bus(sink);
+    state.live.set_bus(sink.clone());
+    Some(sink)
 }
 
 /// `pith serve`'s part: resolves and logs the settings, then attaches.

@@ -39,6 +39,14 @@ pub async fn run(url: String, node: String, mut rx: mpsc::Receiver<Msg>, sink: s
             return;
         }
     };
+    // Make sure the subscription is registered with the server before the
+    // node counts as listening; then drop what was cached before.
+    if let Err(e) = client.flush().await {
+        tracing::warn!(error = %e, "cluster bus (nats): not connected yet");
+    } else {
+        sink.set_connected(true);
+    }
+    apply(Msg::Flush);
     tracing::info!(node, "cluster bus (nats): subscribed");
     let publish = |msg: Msg| {
         let text = Envelope { node: node.clone(), msg }.encode();
@@ -73,6 +81,7 @@ pub async fn run(url: String, node: String, mut rx: mpsc::Receiver<Msg>, sink: s
             ev = events.recv() => match ev {
                 Some(async_nats::Event::Disconnected) => {
                     was_down = true;
+                    sink.set_connected(false);
                     tracing::warn!("cluster bus (nats): disconnected, reconnecting");
                 }
                 Some(async_nats::Event::Connected) if was_down => {
@@ -80,7 +89,9 @@ pub async fn run(url: String, node: String, mut rx: mpsc::Receiver<Msg>, sink: s
                     tracing::info!("cluster bus (nats): reconnected; dropping the cache");
                     apply(Msg::Flush);
                     publish(Msg::Flush).await;
+                    sink.set_connected(true);
                 }
+                Some(async_nats::Event::Connected) => sink.set_connected(true),
                 _ => {}
             },
         }

@@ -92,10 +92,13 @@ async fn session(
         .context("cannot LISTEN")?;
     backoff.reset();
     tracing::info!(node, "cluster bus (postgres): listening");
+    // Anything cached before LISTEN took effect may be stale.
+    apply(Msg::Flush);
     if reconnect {
-        apply(Msg::Flush);
         notify(&client, node, Msg::Flush).await?;
     }
+    sink.set_connected(true);
+    let _down = Disconnected(sink);
     loop {
         tokio::select! {
             out = rx.recv() => {
@@ -110,6 +113,15 @@ async fn session(
                 receive(&client, node, &text, apply).await?;
             }
         }
+    }
+}
+
+/// Marks the sink disconnected when the session ends, whatever the path.
+struct Disconnected<'a>(&'a Sink);
+
+impl Drop for Disconnected<'_> {
+    fn drop(&mut self) {
+        self.0.set_connected(false);
     }
 }
 

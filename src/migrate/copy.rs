@@ -20,8 +20,9 @@ enum Item {
 }
 
 pub async fn sqlite_to_postgres(src: &Path, url: &str) -> anyhow::Result<(Tallies, Tallies)> {
-    let _lock = ServeLock::acquire(src, "migrating it")?;
+    // Opened first: taking the lock would create a missing data directory.
     let db = sqlite::open_source(src)?;
+    let _lock = ServeLock::acquire(src, "migrating it")?;
     // Connecting the store applies the PostgreSQL migrations.
     crate::store::postgres::PgStore::connect(url, &crate::store::postgres::PgOptions::default())
         .await

@@ -3,6 +3,7 @@
 //! fresh database; a WebSocket subscriber on node B gets a post made on
 //! node A, and B's cached topic shows the post after it. Over the default
 //! LISTEN/NOTIFY bus and over NATS (127.0.0.1:4222, provided by test.sh).
+//! Databases come from `crate::pg::TestDb` (fresh per test).
 
 use std::time::{Duration, Instant};
 
@@ -16,38 +17,6 @@ use pith::store::postgres::{PgOptions, PgStore};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::Message;
-
-/// A fresh, empty `pith_test_<random>` database on the test server
-/// (`PITH_TEST_DATABASE_URL`, default the local trust-auth PostgreSQL),
-/// dropped by `drop_database`. Fails, never skips, without PostgreSQL.
-pub async fn fresh_database() -> (String, String) {
-    let admin = std::env::var("PITH_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-    let name = format!("pith_test_{:016x}", rand_u64());
-    let (client, conn) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
-        .await
-        .unwrap_or_else(|e| panic!("PostgreSQL must run for these tests ({admin}): {e}"));
-    tokio::spawn(conn);
-    client.batch_execute(&format!("CREATE DATABASE {name}")).await.expect("create database");
-    let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
-    (format!("{base}/{name}"), name)
-}
-
-pub async fn drop_database(name: &str) {
-    let admin = std::env::var("PITH_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-    if let Ok((client, conn)) = tokio_postgres::connect(&admin, tokio_postgres::NoTls).await {
-        tokio::spawn(conn);
-        let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
-    }
-}
-
-fn rand_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
-    h.finish()
-}
 
 /// One `pith serve` node, in process.
 struct Node {
@@ -63,7 +32,14 @@ impl Node {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr").to_string();
         let state = AppState::with_config(store, 16 << 20, &LiveConfig::default(), &RateConfig::off());
-        pith::cluster::attach(&state, bus, id);
+        let sink = pith::cluster::attach(&state, bus, id).expect("a bus");
+        // Serve only once the bus listens, as a node behind a proxy would be
+        // put in rotation once up.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !sink.connected() {
+            assert!(Instant::now() < deadline, "node {id} connected its bus");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(http::run(listener, state.clone(), Duration::from_secs(30), async {
             let _ = stopped.await;
@@ -150,7 +126,8 @@ fn bodies(topic: &Value) -> Vec<String> {
 
 /// The whole story on one bus: live events and cache evictions cross.
 async fn two_nodes_share_writes(bus: impl Fn(&str) -> Bus) {
-    let (url, name) = fresh_database().await;
+    let db = crate::pg::TestDb::create().await;
+    let url = db.url.clone();
     let a = Node::start(&url, &bus(&url), "node-a").await;
     let b = Node::start(&url, &bus(&url), "node-b").await;
     if matches!(bus(&url), Bus::Postgres(_)) {
@@ -195,7 +172,7 @@ async fn two_nodes_share_writes(bus: impl Fn(&str) -> Bus) {
     drop(ws);
     a.stop().await;
     b.stop().await;
-    drop_database(&name).await;
+    drop(db);
 }
 
 #[tokio::test]
@@ -211,7 +188,8 @@ async fn over_nats_a_post_on_node_a_reaches_node_b_live_and_in_its_cache() {
 
 #[tokio::test]
 async fn after_its_bus_connection_is_cut_a_node_drops_its_cache_and_hears_the_others_again() {
-    let (url, name) = fresh_database().await;
+    let db = crate::pg::TestDb::create().await;
+    let url = db.url.clone();
     let bus = Bus::Postgres(url.clone());
     let a = Node::start(&url, &bus, "node-a").await;
     let b = Node::start(&url, &bus, "node-b").await;
@@ -259,7 +237,7 @@ async fn after_its_bus_connection_is_cut_a_node_drops_its_cache_and_hears_the_ot
     drop(ws);
     a.stop().await;
     b.stop().await;
-    drop_database(&name).await;
+    drop(db);
 }
 
 /// Waits (up to 5 s) until `n` bus sessions are connected to the database.

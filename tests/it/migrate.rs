@@ -11,7 +11,6 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::child::run_pith;
-use crate::cluster::{drop_database, fresh_database};
 use crate::helpers::{spawn_app, spawn_app_in};
 
 const TABLES: &[&str] = &[
@@ -81,7 +80,8 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
         assert!(!rows.is_empty(), "the seeded forum has rows in {table}");
     }
 
-    let (url, name) = fresh_database().await;
+    let db = crate::pg::TestDb::create().await;
+    let url = db.url.clone();
     let out = migrate(&src_dir.path().to_string_lossy(), &url).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "to PostgreSQL: {stdout}{}", String::from_utf8_lossy(&out.stderr));
@@ -129,5 +129,5 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
     let _ = stop.send(());
     server.await.expect("join").expect("served");
 
-    drop_database(&name).await;
+    drop(db);
 }

@@ -12,9 +12,6 @@ echo "== Debian packages the benchmark tests build bench/c/cserver.c with"
 dpkg -s gcc libsqlite3-dev libssl-dev >/dev/null 2>&1 ||
     { apt-get update -qq && apt-get install -y -qq gcc libsqlite3-dev libssl-dev >/dev/null; }
 
-echo "== NATS on 127.0.0.1:4222 for the cluster tests"
-tests/cluster/nats.sh
-
 echo "== PostgreSQL for the storage tests (tests/lib/postgres.sh)"
 source tests/lib/postgres.sh
 

@@ -70,8 +70,7 @@ pub fn body_limit(route: &str) -> usize {
 /// there (the JSON extractor answers 413 either way).
 async fn route_body_limit(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let route = req.extensions().get::<axum::extract::MatchedPath>().map(|m| m.as_str().to_owned());
-    let limit = route.as_deref().map_or(MAX_BODY_BYTES, body_limit);
+    let limit = req.extensions().get::<axum::extract::MatchedPath>().map_or(MAX_BODY_BYTES, |m| body_limit(m.as_str()));
     if limit >= MAX_BODY_BYTES {
         return next.run(req).await;
     }

@@ -68,13 +68,16 @@ async fn get_topic<S: Store>(
         let (mut parts, _) = req.into_parts();
         if let Some(viewer) = privileged_viewer(&state, &mut parts, restricted).await {
             let private = render(&state, id, sort, viewer).await?;
+            private.gzip_ready(&parts.headers).await;
             return Ok(respond(&private, &parts.headers, Audience::Private));
         }
         if restricted.topic_removed {
             return Err(AppError::not_found("topic"));
         }
+        rendered.gzip_ready(&parts.headers).await;
         return Ok(respond(&rendered, &parts.headers, Audience::Public));
     }
+    rendered.gzip_ready(req.headers()).await;
     Ok(respond(&rendered, req.headers(), Audience::Public))
 }
 
@@ -83,7 +86,7 @@ async fn get_topic<S: Store>(
 /// any other, so even its 404s are answered without a query.
 async fn render<S: Store>(state: &AppState<S>, id: i64, sort: PostSort, viewer: Viewer) -> AppResult<Arc<Rendered>> {
     let (mut topic, mut posts) = state.store.topic_with_posts(id, sort).await?;
-    // Serialising and gzipping a big topic takes milliseconds: keep it off
+    // Serialising a big topic takes milliseconds: keep it off
     // the async workers.
     let rendered = tokio::task::spawn_blocking(move || {
         let restricted = Restricted::of(&topic, &posts);

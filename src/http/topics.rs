@@ -20,9 +20,15 @@ use crate::store::{Cursor, ListTopics, NewTopic, PostSort, Store, TimeWindow, To
 pub fn router<S: Store>() -> Router<AppState<S>> {
     Router::new()
         .route("/topics", get(list_front::<S>))
-        .route("/topics/{id}", get(get_topic::<S>).patch(api_edit_topic::<S>).delete(api_delete_topic::<S>))
         .route("/topics/{id}/vote", post(vote_topic::<S>))
         .route("/communities/{name}/topics", get(list_community::<S>).post(api_create_topic::<S>))
+}
+
+/// `/api/v1/topics/{id}`, merged by `http::router` at the top level rather
+/// than under the `/api/v1` nest (see there). Its body limit is the default.
+pub fn item_router<S: Store>() -> Router<AppState<S>> {
+    Router::new()
+        .route("/api/v1/topics/{id}", get(get_topic::<S>).patch(api_edit_topic::<S>).delete(api_delete_topic::<S>))
 }
 
 #[derive(Deserialize)]

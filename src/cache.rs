@@ -25,7 +25,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::io::Write;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -46,14 +46,24 @@ pub enum Format {
 #[derive(Debug)]
 pub struct Rendered {
     pub body: Bytes,
-    /// `None` when compression would not save anything.
-    pub gzip: Option<Bytes>,
-    /// A strong validator: `"` + hash of `body` + `"`.
-    pub etag: String,
+    /// The gzip variant, made on the first request that accepts it (so a
+    /// topic nobody asks compressed costs neither the CPU nor the memory);
+    /// `None` inside when compression would not save anything.
+    gzip: OnceLock<Option<Bytes>>,
+    /// A strong validator: `"` + hash of `body` + `"`, kept as the header
+    /// value so a hit copies no string.
+    pub etag: HeaderValue,
     /// `None`: nothing in the topic is removed, every viewer gets `body`.
     pub restricted: Option<Restricted>,
     pub format: Format,
 }
+
+/// Bodies at least this large are gzipped (on demand) for clients that ask.
+const GZIP_MIN: usize = 256;
+
+/// Bodies at least this large are gzipped on a blocking thread (see
+/// `gzip_ready`), not inline on an async worker.
+const GZIP_INLINE_MAX: usize = 64 * 1024;
 
 impl Rendered {
     pub fn new(body: Vec<u8>) -> Rendered {
@@ -72,13 +82,39 @@ impl Rendered {
 
     fn of(format: Format, body: Vec<u8>, restricted: Option<Restricted>) -> Rendered {
         let etag = format!("\"{:032x}\"", xxhash_rust::xxh3::xxh3_128(&body));
-        let gzip = if body.len() >= 256 { gzip(&body) } else { None };
+        let etag = HeaderValue::from_str(&etag).unwrap_or_else(|_| HeaderValue::from_static("\"\""));
+        let gzip = OnceLock::new();
+        if body.len() < GZIP_MIN {
+            let _ = gzip.set(None);
+        }
         Rendered { body: Bytes::from(body), gzip, etag, restricted, format }
     }
 
+    /// The gzip variant, compressing now if no request asked for it yet.
+    pub fn gzip(&self) -> Option<&Bytes> {
+        self.gzip.get_or_init(|| gzip(&self.body)).as_ref()
+    }
+
+    /// Makes sure the gzip variant of a large body exists before `respond`
+    /// runs on an async worker: a big topic takes milliseconds to compress.
+    pub async fn gzip_ready(self: &Arc<Self>, headers: &HeaderMap) {
+        if self.gzip.get().is_none() && self.body.len() >= GZIP_INLINE_MAX && accepts_gzip(headers) {
+            let r = self.clone();
+            // If the blocking pool fails, `respond` compresses inline instead.
+            let _ = tokio::task::spawn_blocking(move || {
+                r.gzip();
+            })
+            .await;
+        }
+    }
+
+    /// What the entry is charged against the budget. The gzip variant is
+    /// charged up front (a fixed share of the body, about what JSON and
+    /// HTML compress to), so the budget holds whether or not it is made.
     fn weight(&self) -> usize {
         let restricted = self.restricted.as_ref().map_or(0, |r| r.authors.len() * 8);
-        self.body.len() + self.gzip.as_ref().map_or(0, |g| g.len()) + self.etag.len() + restricted + 128
+        let gzip = if self.body.len() >= GZIP_MIN { self.body.len() / 4 } else { 0 };
+        self.body.len() + gzip + self.etag.len() + restricted + 128
     }
 }
 
@@ -314,9 +350,12 @@ pub fn respond(r: &Rendered, headers: &HeaderMap, audience: Audience) -> Respons
         Format::Json if audience == Audience::Private || r.restricted.is_some() => "accept-encoding, authorization",
         Format::Json => "accept-encoding",
     });
-    let etag = HeaderValue::from_str(&r.etag).unwrap_or_else(|_| HeaderValue::from_static("\"\""));
+    let etag = r.etag.clone();
     if let Some(inm) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
-        let matches = inm.split(',').map(|t| t.trim().trim_start_matches("W/")).any(|t| t == "*" || t == r.etag);
+        let matches = inm
+            .split(',')
+            .map(|t| t.trim().trim_start_matches("W/"))
+            .any(|t| t == "*" || t.as_bytes() == r.etag.as_bytes());
         if matches {
             // A 304 repeats the validators and caching headers of the 200 (RFC 9110 15.4.5).
             return (
@@ -330,13 +369,14 @@ pub fn respond(r: &Rendered, headers: &HeaderMap, audience: Audience) -> Respons
         Format::Json => "application/json",
         Format::Html => "text/html; charset=utf-8",
     });
-    let mut res = match (&r.gzip, accepts_gzip(headers)) {
-        (Some(gz), true) => {
+    let gz = if r.body.len() >= GZIP_MIN && accepts_gzip(headers) { r.gzip() } else { None };
+    let mut res = match gz {
+        Some(gz) => {
             let mut res = gz.clone().into_response();
             res.headers_mut().insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
             res
         }
-        _ => r.body.clone().into_response(),
+        None => r.body.clone().into_response(),
     };
     let h = res.headers_mut();
     h.insert(header::CONTENT_TYPE, content_type);
@@ -478,7 +518,8 @@ mod tests {
     fn large_bodies_get_a_smaller_gzip_variant_and_a_stable_etag() {
         let a = Rendered::new("hello ".repeat(100).into_bytes());
         let b = Rendered::new("hello ".repeat(100).into_bytes());
-        assert!(a.gzip.as_ref().expect("gzip").len() < a.body.len());
+        assert!(a.gzip().expect("gzip").len() < a.body.len());
         assert_eq!(a.etag, b.etag);
+        assert!(Rendered::new(b"short".to_vec()).gzip().is_none(), "too small to be worth it");
     }
 }

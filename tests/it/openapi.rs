@@ -222,7 +222,12 @@ fn routes_in_source() -> BTreeSet<(String, String)> {
                 );
             }
         } else {
-            routes.extend(calls);
+            // A route module may mount a hot route outside the `/api/v1`
+            // nest under its full path (`topics::item_router`).
+            routes.extend(calls.into_iter().map(|(m, p)| match p.strip_prefix("/api/v1") {
+                Some(rest) => (m, rest.to_owned()),
+                None => (m, p),
+            }));
         }
     }
     routes

@@ -99,7 +99,11 @@ fn load(m: &ArgMatches) -> anyhow::Result<Option<File>> {
     };
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
-        Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // No default file: also when the data dir is missing or not a
+        // directory, which opening the database reports better.
+        Err(e) if !explicit && matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+            return Ok(None);
+        }
         Err(e) => return Err(e).with_context(|| format!("cannot read the config file {}", path.display())),
     };
     let values = parse_toml(&path, &text)?;

@@ -356,3 +356,48 @@ async fn two_serve_processes_share_one_postgres_database() {
         assert!(status.success(), "{status}");
     }
 }
+
+/// Replies arriving at once to one topic all succeed: with a share lock on
+/// the topic each reply then upgraded to bump the counts, PostgreSQL aborted
+/// some as deadlocked (answered 503; found by bench/postgres.sh).
+#[tokio::test]
+async fn concurrent_replies_to_one_topic_all_succeed_and_are_counted() {
+    use pith::model::{Body, CommunityName, Title, Username};
+    use pith::store::{NewCommunity, NewPost, NewTopic, Store};
+    let db = TestDb::create().await;
+    let store = std::sync::Arc::new(db.store().await);
+    let admin = store.create_user(Username::parse("admin").expect("name"), None, true).await.expect("admin");
+    let community = NewCommunity {
+        name: CommunityName::parse("raspi").expect("name"),
+        title: Title::parse("Pi").expect("title"),
+        description: String::new(),
+    };
+    store.create_community(&admin, community).await.expect("community");
+    let new = NewTopic {
+        community: CommunityName::parse("raspi").expect("name"),
+        title: Title::parse("Busy").expect("title"),
+        body: None,
+        url: None,
+    };
+    let topic = store.create_topic(&admin, new).await.expect("topic");
+    let tasks: Vec<_> = (0..64)
+        .map(|i| {
+            let (store, admin) = (store.clone(), admin.clone());
+            tokio::spawn(async move {
+                let reply = NewPost {
+                    topic_id: topic.id,
+                    parent_id: None,
+                    body: Body::parse(&format!("reply {i}")).expect("body"),
+                };
+                store.create_post(&admin, reply).await
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("task").expect("every concurrent reply is stored");
+    }
+    let (read, posts) = store.topic_with_posts(topic.id, pith::store::PostSort::Old).await.expect("read");
+    assert_eq!(posts.len(), 64);
+    assert_eq!(read.post_count, 64);
+    store.shutdown().await;
+}

@@ -182,10 +182,13 @@ pub async fn create_post(
     html: &str,
     now: Timestamp,
 ) -> StoreResult<Post> {
-    // FOR SHARE: a delete, removal or lock of the topic waits for this reply.
+    // FOR NO KEY UPDATE, not FOR SHARE: this reply bumps the topic's counts
+    // below, and two replies that each held a share lock would deadlock
+    // upgrading it. Replies to one topic queue here instead, and a delete,
+    // removal or lock of the topic waits for them.
     let topic = opt(
         c,
-        "SELECT deleted, removed, locked, author_id, community_id FROM topics WHERE id = $1 FOR SHARE",
+        "SELECT deleted, removed, locked, author_id, community_id FROM topics WHERE id = $1 FOR NO KEY UPDATE",
         &[&new.topic_id],
     )
     .await?;

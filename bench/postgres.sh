@@ -58,7 +58,7 @@ cleanup() {
     if [[ $DB_CREATED == yes ]]; then
         psql_admin "DROP DATABASE IF EXISTS $DB WITH (FORCE)" || log "could not drop $DB; drop it by hand"
     fi
-    rm -rf "$WORK/data"
+    rm -rf "$WORK/data" "$WORK"/pg-node*
     [[ $OUT == "$WORK/out" ]] && rm -rf "$WORK"
     return 0
 }

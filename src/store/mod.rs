@@ -2,6 +2,7 @@
 //! operations; each backend (`sqlite`, `postgres`) owns its SQL, its connections
 //! and its durability story.
 
+pub mod common;
 pub mod cursor;
 pub mod html;
 pub mod postgres;

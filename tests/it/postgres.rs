@@ -237,24 +237,9 @@ async fn an_unreachable_server_is_unavailable_not_a_crash() {
 
 #[tokio::test]
 async fn concurrent_votes_on_one_topic_lose_no_update() {
-    use pith::model::{CommunityName, Title, Username, VoteTarget};
-    use pith::store::{NewCommunity, NewTopic, Store};
-    let db = TestDb::create().await;
-    let store = std::sync::Arc::new(db.store().await);
-    let admin = store.create_user(Username::parse("admin").expect("name"), None, true).await.expect("admin");
-    let community = NewCommunity {
-        name: CommunityName::parse("raspi").expect("name"),
-        title: Title::parse("Pi").expect("title"),
-        description: String::new(),
-    };
-    store.create_community(&admin, community).await.expect("community");
-    let new = NewTopic {
-        community: CommunityName::parse("raspi").expect("name"),
-        title: Title::parse("Vote").expect("title"),
-        body: None,
-        url: None,
-    };
-    let topic = store.create_topic(&admin, new).await.expect("topic");
+    use pith::model::{Username, VoteTarget};
+    use pith::store::Store;
+    let (db, store, _admin, topic) = topic_fixture("Vote").await;
     let mut voters = Vec::new();
     for i in 0..24 {
         voters.push(
@@ -362,24 +347,9 @@ async fn two_serve_processes_share_one_postgres_database() {
 /// some as deadlocked (answered 503; found by bench/postgres.sh).
 #[tokio::test]
 async fn concurrent_replies_to_one_topic_all_succeed_and_are_counted() {
-    use pith::model::{Body, CommunityName, Title, Username};
-    use pith::store::{NewCommunity, NewPost, NewTopic, Store};
-    let db = TestDb::create().await;
-    let store = std::sync::Arc::new(db.store().await);
-    let admin = store.create_user(Username::parse("admin").expect("name"), None, true).await.expect("admin");
-    let community = NewCommunity {
-        name: CommunityName::parse("raspi").expect("name"),
-        title: Title::parse("Pi").expect("title"),
-        description: String::new(),
-    };
-    store.create_community(&admin, community).await.expect("community");
-    let new = NewTopic {
-        community: CommunityName::parse("raspi").expect("name"),
-        title: Title::parse("Busy").expect("title"),
-        body: None,
-        url: None,
-    };
-    let topic = store.create_topic(&admin, new).await.expect("topic");
+    use pith::model::Body;
+    use pith::store::{NewPost, Store};
+    let (_db, store, admin, topic) = topic_fixture("Busy").await;
     let tasks: Vec<_> = (0..64)
         .map(|i| {
             let (store, admin) = (store.clone(), admin.clone());
@@ -400,4 +370,30 @@ async fn concurrent_replies_to_one_topic_all_succeed_and_are_counted() {
     assert_eq!(posts.len(), 64);
     assert_eq!(read.post_count, 64);
     store.shutdown().await;
+}
+
+/// A fresh database with an admin, the community `raspi` and one topic
+/// titled `title` in it, for the concurrency tests.
+async fn topic_fixture(
+    title: &str,
+) -> (TestDb, std::sync::Arc<pith::store::postgres::PgStore>, pith::model::User, pith::model::Topic) {
+    use pith::model::{CommunityName, Title, Username};
+    use pith::store::{NewCommunity, NewTopic, Store};
+    let db = TestDb::create().await;
+    let store = std::sync::Arc::new(db.store().await);
+    let admin = store.create_user(Username::parse("admin").expect("name"), None, true).await.expect("admin");
+    let community = NewCommunity {
+        name: CommunityName::parse("raspi").expect("name"),
+        title: Title::parse("Pi").expect("title"),
+        description: String::new(),
+    };
+    store.create_community(&admin, community).await.expect("community");
+    let new = NewTopic {
+        community: CommunityName::parse("raspi").expect("name"),
+        title: Title::parse(title).expect("title"),
+        body: None,
+        url: None,
+    };
+    let topic = store.create_topic(&admin, new).await.expect("topic");
+    (db, store, admin, topic)
 }

@@ -57,10 +57,7 @@ pub async fn check_ban(
     let Some(ban) = ban else { return Ok(()) };
     let (community, expires_at, reason): (Option<String>, Option<i64>, String) =
         (col(&ban, 0)?, col(&ban, 1)?, col(&ban, 2)?);
-    let scope = community.map_or_else(|| "this site".to_owned(), |c| format!("community {c}"));
-    let until = expires_at.map_or_else(|| "permanently".to_owned(), |t| format!("until {}", Timestamp(t).rfc3339()));
-    let reason = if reason.is_empty() { String::new() } else { format!(" (reason: {reason})") };
-    Err(StoreError::Denied("banned", format!("you are banned from {scope} {until}{reason}")))
+    Err(crate::store::common::banned(community, expires_at, &reason))
 }
 
 /// One line for the moderation log.

@@ -139,18 +139,8 @@ pub async fn list_topics(c: &impl GenericClient, q: &ListTopics, now: Timestamp)
 
     let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a.as_ref() as &(dyn ToSql + Sync)).collect();
     let rows = all(c, &sql, &params).await?;
-    let mut rows = rows.iter().map(|r| Ok((topic_row(r)?, col::<f64>(r, 11)?))).collect::<StoreResult<Vec<_>>>()?;
-    let next = if rows.len() > q.limit {
-        rows.truncate(q.limit);
-        rows.last().map(|(t, hot)| match q.sort {
-            TopicSort::Hot => Cursor::Hot(*hot, t.id),
-            TopicSort::New => Cursor::New(t.created_at.0, t.id),
-            TopicSort::Top(_) => Cursor::Top(t.score, t.id),
-        })
-    } else {
-        None
-    };
-    Ok(TopicPage { topics: rows.into_iter().map(|(t, _)| t).collect(), next })
+    let rows = rows.iter().map(|r| Ok((topic_row(r)?, col::<f64>(r, 11)?))).collect::<StoreResult<Vec<_>>>()?;
+    Ok(crate::store::common::topic_page(rows, q.limit, q.sort))
 }
 
 pub async fn community_id(c: &impl GenericClient, name: &str) -> StoreResult<i64> {

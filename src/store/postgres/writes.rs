@@ -230,21 +230,7 @@ pub async fn create_post(
     .await?;
     let id: i64 = col(&row, 0)?;
     exec(c, "UPDATE topics SET post_count = post_count + 1 WHERE id = $1", &[&new.topic_id]).await?;
-    Ok(Post {
-        id,
-        topic_id: new.topic_id,
-        parent_id: new.parent_id,
-        author: Some(author.name.clone()),
-        body: new.body.as_str().to_owned(),
-        body_html: html.to_owned(),
-        created_at: now,
-        edited_at: None,
-        deleted: false,
-        removed: false,
-        score: 0,
-        author_id: author.id,
-        notify: replied_to.filter(|&u| u != author.id),
-    })
+    Ok(crate::store::common::new_reply(id, author, new, html, now, replied_to))
 }
 
 pub async fn post(c: &impl GenericClient, id: i64) -> StoreResult<Post> {

@@ -49,10 +49,7 @@ pub fn check_ban(conn: &Connection, user: &User, community_id: Option<i64>, now:
         })
         .map_err(map_err)?;
     let Some((community, expires_at, reason)) = ban else { return Ok(()) };
-    let scope = community.map_or_else(|| "this site".to_owned(), |c| format!("community {c}"));
-    let until = expires_at.map_or_else(|| "permanently".to_owned(), |t| format!("until {}", Timestamp(t).rfc3339()));
-    let reason = if reason.is_empty() { String::new() } else { format!(" (reason: {reason})") };
-    Err(StoreError::Denied("banned", format!("you are banned from {scope} {until}{reason}")))
+    Err(crate::store::common::banned(community, expires_at, &reason))
 }
 
 /// One line for the moderation log.

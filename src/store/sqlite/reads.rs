@@ -134,24 +134,14 @@ pub fn list_topics(conn: &Connection, q: &ListTopics, now: Timestamp) -> StoreRe
     args.push(((q.limit + 1) as i64).into());
     sql += &format!(" ORDER BY {order} LIMIT ?{}", args.len());
 
-    let mut rows = conn
+    let rows = conn
         .prepare_cached(&sql)
         .and_then(|mut s| {
             s.query_map(rusqlite::params_from_iter(args), |r| Ok((topic_row(r)?, r.get::<_, f64>(11)?)))?
                 .collect::<Result<Vec<_>, _>>()
         })
         .map_err(map_err)?;
-    let next = if rows.len() > q.limit {
-        rows.truncate(q.limit);
-        rows.last().map(|(t, hot)| match q.sort {
-            TopicSort::Hot => Cursor::Hot(*hot, t.id),
-            TopicSort::New => Cursor::New(t.created_at.0, t.id),
-            TopicSort::Top(_) => Cursor::Top(t.score, t.id),
-        })
-    } else {
-        None
-    };
-    Ok(TopicPage { topics: rows.into_iter().map(|(t, _)| t).collect(), next })
+    Ok(crate::store::common::topic_page(rows, q.limit, q.sort))
 }
 
 pub fn community_id(conn: &Connection, name: &str) -> StoreResult<i64> {

@@ -212,21 +212,7 @@ pub fn create_post(conn: &Connection, author: &User, new: &NewPost, html: &str, 
     conn.prepare_cached("UPDATE topics SET post_count = post_count + 1 WHERE id = ?1")
         .and_then(|mut s| s.execute([new.topic_id]))
         .map_err(map_err)?;
-    Ok(Post {
-        id,
-        topic_id: new.topic_id,
-        parent_id: new.parent_id,
-        author: Some(author.name.clone()),
-        body: new.body.as_str().to_owned(),
-        body_html: html.to_owned(),
-        created_at: now,
-        edited_at: None,
-        deleted: false,
-        removed: false,
-        score: 0,
-        author_id: author.id,
-        notify: replied_to.filter(|&u| u != author.id),
-    })
+    Ok(crate::store::common::new_reply(id, author, new, html, now, replied_to))
 }
 
 pub fn post(conn: &Connection, id: i64) -> StoreResult<Post> {

@@ -26,6 +26,7 @@
 #   PITH_BIN=             benchmark this binary instead of building one
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 
 DATASET=${DATASET:-realistic}
 DURATION=${DURATION:-12}
@@ -48,13 +49,7 @@ log() { echo "bench/postgres.sh: $*" >&2; }
 psql_admin() { timeout 60 psql -X -q -v ON_ERROR_STOP=1 "$PG_ADMIN_URL" -c "$1"; }
 
 cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do
-        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
+    stop_pids
     if [[ $DB_CREATED == yes ]]; then
         psql_admin "DROP DATABASE IF EXISTS $DB WITH (FORCE)" || log "could not drop $DB; drop it by hand"
     fi
@@ -64,16 +59,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-wait_for_port() { # pid port name (as in run.sh)
-    for _ in $(seq 300); do
-        kill -0 "$1" 2>/dev/null || { log "$3 exited; see $OUT/$3.log"; cat "$OUT/$3.log" >&2; exit 1; }
-        (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    log "$3 did not listen on port $2 within 30 s"
-    exit 1
-}
 
 if [[ -n ${PITH_BIN:-} ]]; then
     BIN=$PITH_BIN

@@ -35,6 +35,7 @@
 #   PITH_BIN=             benchmark this binary instead of building one
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 
 DATASET=${DATASET:-realistic}
 DURATION=${DURATION:-15}
@@ -78,19 +79,7 @@ mkdir -p "$OUT"
 PIDS=()
 
 cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do
-        kill -TERM "$pid" 2>/dev/null || true
-    done
-    for pid in "${PIDS[@]}"; do
-        # pith commits queued writes and checkpoints on SIGTERM; give it 10 s.
-        for _ in $(seq 100); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
+    stop_pids
     rm -rf "$WORK/data" "$WORK/data-extra"
     [[ $OUT == "$WORK/out" ]] && rm -rf "$WORK"
     return 0
@@ -99,16 +88,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 log() { echo "bench/run.sh: $*" >&2; }
-
-wait_for_port() { # pid port name
-    for _ in $(seq 300); do
-        kill -0 "$1" 2>/dev/null || { log "$3 exited; see $OUT/$3.log"; cat "$OUT/$3.log" >&2; exit 1; }
-        (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    log "$3 did not listen on port $2 within 30 s"
-    exit 1
-}
 
 if [[ -n ${PITH_BIN:-} ]]; then
     BIN=$PITH_BIN

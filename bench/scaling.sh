@@ -18,6 +18,7 @@
 # Prints markdown tables; everything started is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 
 SCALES=${SCALES:-1 10 100}
 CONNECTIONS=${CONNECTIONS:-50 400 5000}
@@ -37,13 +38,7 @@ OUT=${OUT:-$WORK/out}
 mkdir -p "$OUT"
 PIDS=()
 cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do
-        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
+    stop_pids
     rm -rf "$WORK"/data-*
     [[ $OUT == "$WORK/out" ]] && rm -rf "$WORK"
     return 0
@@ -51,16 +46,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 log() { echo "bench/scaling.sh: $*" >&2; }
-
-wait_for_port() { # pid port name
-    for _ in $(seq 600); do
-        kill -0 "$1" 2>/dev/null || { log "$3 exited; see $OUT/$3.log"; exit 1; }
-        (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    log "$3 did not listen on port $2 within 60 s"
-    exit 1
-}
 
 stop() { # pid
     kill -TERM "$1" 2>/dev/null || true
@@ -74,7 +59,7 @@ if [[ -n ${PITH_BIN:-} ]]; then BIN=$PITH_BIN; else cargo build --release --quie
 "$BIN" bench hello --listen "127.0.0.1:$HELLO_PORT" 2>"$OUT/hello.log" &
 HELLO_PID=$!
 PIDS+=("$HELLO_PID")
-wait_for_port "$HELLO_PID" "$HELLO_PORT" hello
+wait_for_port "$HELLO_PID" "$HELLO_PORT" hello 600 no
 
 load() { # file label port pid connections token topics
     local args=(--url "http://127.0.0.1:$3" --connections "$5" --duration "${DURATION}s" --warmup "${WARMUP}s"
@@ -106,7 +91,7 @@ for scale in $SCALES; do
     "$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$data" 2>"$OUT/pith-$scale.log" &
     pid=$!
     PIDS+=("$pid")
-    wait_for_port "$pid" "$PORT" "pith-$scale"
+    wait_for_port "$pid" "$PORT" "pith-$scale" 600 no
     db_mb=$(du -sm "$data" | cut -f1)
     load "$OUT/size-$scale-pith.json" "pith" "$PORT" "$pid" 400 "$token" "$topics"
     load "$OUT/size-$scale-hello.json" "hello" "$HELLO_PORT" "$HELLO_PID" 400 "$token" "$topics"
@@ -135,7 +120,7 @@ token=$("$BIN" user add bench2 --data-dir "$data" 2>/dev/null | tail -n1)
 "$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$data" 2>"$OUT/pith-conns.log" &
 pid=$!
 PIDS+=("$pid")
-wait_for_port "$pid" "$PORT" pith-conns
+wait_for_port "$pid" "$PORT" pith-conns 600 no
 CFILES=()
 for conns in $CONNECTIONS; do
     load "$OUT/conns-$conns-pith.json" pith "$PORT" "$pid" "$conns" "$token" "$topics"

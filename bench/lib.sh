@@ -1,0 +1,31 @@
+# Pieces the bench scripts share; sourced after each defines `log` and OUT.
+
+# Stops every pid in PIDS: SIGTERM to all, then up to 10 s each (pith
+# commits queued writes and checkpoints on SIGTERM), then SIGKILL.
+stop_pids() {
+    local pid
+    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do
+        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+}
+
+# Waits until `pid` listens on 127.0.0.1:`port`, at most TRIES tenths of a
+# second (default 300); exits the script when it dies or never listens.
+# `show_log=no` leaves the server's log out of the failure message.
+wait_for_port() { # pid port name [tries] [show_log]
+    local tries=${4:-300}
+    for _ in $(seq "$tries"); do
+        if ! kill -0 "$1" 2>/dev/null; then
+            log "$3 exited; see $OUT/$3.log"
+            [[ ${5:-yes} == yes ]] && cat "$OUT/$3.log" >&2
+            exit 1
+        fi
+        (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    log "$3 did not listen on port $2 within $((tries / 10)) s"
+    exit 1
+}

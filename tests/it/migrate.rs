@@ -131,3 +131,27 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
 
     drop(db);
 }
+
+/// Misuse is a readable one-line error and a failed exit, and creates
+/// nothing: a missing SQLite source, and two ends of the same kind.
+#[tokio::test]
+async fn pith_migrate_refuses_a_missing_source_and_two_ends_of_one_kind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("no-such-dir").join("pith.db");
+    let target = dir.path().join("copy").join("pith.db");
+    let cases = [
+        (missing.to_string_lossy().into_owned(), "postgres://postgres@127.0.0.1:1/none".to_owned(), "no-such-dir"),
+        (missing.to_string_lossy().into_owned(), target.to_string_lossy().into_owned(), "pith backup"),
+    ];
+    for (from, to, says) in cases {
+        let out = migrate(&from, &to).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{from} -> {to}: {stderr}");
+        let line =
+            stderr.lines().find(|l| l.starts_with("pith: ")).unwrap_or_else(|| panic!("an error line: {stderr}"));
+        assert!(line.contains(says), "{from} -> {to}: the error says `{says}`: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    assert!(!dir.path().join("no-such-dir").exists(), "a refused source directory is not created");
+    assert!(!dir.path().join("copy").exists(), "a refused target is not created");
+}

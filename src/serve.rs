@@ -19,7 +19,6 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     let backend = cfg.data.backend();
     tracing::info!("starting pith {}", env!("CARGO_PKG_VERSION"));
     crate::config_file::log(&cfg.effective);
-    crate::metrics::serve::log_settings(&cfg.metrics);
     // Loaded before anything else so a bad certificate stops start-up.
     let tls = cfg.tls_files()?.map(crate::http::tls::Tls::new).transpose()?;
     match backend {

@@ -1,5 +1,5 @@
-//! `pith serve`'s side of the metrics: logging the settings at start and
-//! the separate listener of `--metrics-listen`.
+//! `pith serve`'s side of the metrics: the separate listener of
+//! `--metrics-listen` (the settings are logged with all the others).
 
 use anyhow::Context;
 use tokio::task::JoinHandle;
@@ -7,12 +7,6 @@ use tokio::task::JoinHandle;
 use super::{MetricsConfig, Mode};
 use crate::http::AppState;
 use crate::store::Store;
-
-pub fn log_settings(cfg: &MetricsConfig) {
-    let listen =
-        cfg.metrics_listen.map_or_else(|| "(unset: /metrics on the main listener)".to_owned(), |a| a.to_string());
-    tracing::info!(metrics = ?cfg.metrics, metrics_listen = listen, "metrics");
-}
 
 /// Records the mode on the state (call before the router is built) and,
 /// with `--metrics-listen`, binds and serves `/metrics` there until the

@@ -207,7 +207,7 @@ async fn metrics_off_answers_404_on_the_main_listener() {
     let reply = fetch(client().get(server.url("/metrics"))).await;
     assert_eq!(reply.status, 404);
     assert_error_shape("GET /metrics with --metrics off", &reply.json());
-    assert!(server.log_text().contains("metrics=Off"), "the setting is logged at start");
+    assert!(server.log_text().contains(r#"setting=metrics value="off" source=flag"#), "the setting is logged at start");
 }
 
 #[tokio::test]

@@ -130,6 +130,8 @@ fn gzip(data: &[u8]) -> Option<Bytes> {
 pub enum Variant {
     /// `GET /api/v1/topics/{id}?sort=`.
     Json(PostSort),
+    /// `GET /api/v1/topics/{id}?sort=&html=true`: posts with `body_html` too.
+    JsonHtml(PostSort),
     /// The signed-out page `/t/{id}?sort=`.
     Page(PostSort),
     /// One post's HTML, as the live script inserts it (signed out).

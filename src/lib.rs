@@ -18,6 +18,7 @@
 //! - `web`: the HTML forum (pages, cookie sessions, CSRF, assets, feeds).
 //! - `metrics`: Prometheus metrics and `/metrics`; `logging`: log settings
 //!   and request ids.
+//! - `memory`: glibc malloc tuning (arenas, trimming after start-up).
 //! - `migrate`: `pith migrate`, SQLite <-> PostgreSQL with verification.
 //! - `serve`, `seed`, `users`, `bench`, `backup` (and restore): the subcommands.
 
@@ -33,6 +34,7 @@ pub mod http;
 pub mod live;
 pub mod logging;
 pub mod markdown;
+pub mod memory;
 pub mod metrics;
 pub mod migrate;
 pub mod model;

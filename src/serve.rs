@@ -12,6 +12,7 @@ use crate::store::postgres::{PgOptions, PgStore};
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 
 pub fn main(cfg: ServeConfig) -> anyhow::Result<()> {
+    crate::memory::limit_malloc_arenas();
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(serve(cfg))
 }
 
@@ -31,6 +32,8 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
             };
             let store =
                 SqliteStore::open(&path, &opts).with_context(|| format!("cannot open database {}", path.display()))?;
+            // Opening read the database through the writer's page cache.
+            crate::memory::release_free();
             // Held until the process exits: refuses a second server or a restore.
             // Taken after the open so a bad database is reported as such first.
             let _lock = crate::backup::ServeLock::acquire(&path, "starting another server")?;

@@ -14,7 +14,9 @@ use super::limits::{Action, ClientIp, Who};
 use super::{AppState, commit};
 use crate::cache::{Audience, Rendered, Variant, respond};
 use crate::error::{AppError, AppResult};
-use crate::model::{Body, CommunityName, Link, Post, Restricted, Title, Topic, User, Viewer, VoteTarget, redact};
+use crate::model::{
+    Body, CommunityName, Link, Post, Restricted, Timestamp, Title, Topic, User, Viewer, VoteTarget, redact,
+};
 use crate::store::{Cursor, ListTopics, NewTopic, PostSort, Store, TimeWindow, TopicSort};
 
 pub fn router<S: Store>() -> Router<AppState<S>> {
@@ -34,6 +36,16 @@ pub fn item_router<S: Store>() -> Router<AppState<S>> {
 #[derive(Deserialize)]
 pub struct TopicQuery {
     pub sort: Option<String>,
+    pub html: Option<String>,
+}
+
+/// `?html=`: whether a topic's post list carries `body_html` too.
+fn parse_html(s: Option<&str>) -> AppResult<bool> {
+    match s {
+        None | Some("false") => Ok(false),
+        Some("true") => Ok(true),
+        Some(_) => Err(AppError::BadRequest("invalid_query", "html must be true or false".into())),
+    }
 }
 
 pub fn parse_post_sort(s: Option<&str>) -> AppResult<PostSort> {
@@ -48,7 +60,47 @@ pub fn parse_post_sort(s: Option<&str>) -> AppResult<PostSort> {
 #[derive(Serialize)]
 struct TopicResponse<'a> {
     topic: &'a Topic,
-    posts: &'a [Post],
+    posts: Vec<ListedPost<'a>>,
+}
+
+/// A post as a topic's post list carries it: every field of `Post`, but
+/// `body_html` only when asked for (`?html=true`). Each text is then in
+/// the JSON once: `body_html` nearly doubled a realistic topic's bytes,
+/// which is what a read costs on the wire and what the cache must hold,
+/// while the pages render from the stored HTML without this JSON.
+/// `tests/it/api.rs` checks that it keeps `Post`'s fields.
+#[derive(Serialize)]
+struct ListedPost<'a> {
+    id: i64,
+    topic_id: i64,
+    parent_id: Option<i64>,
+    author: Option<&'a str>,
+    body: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body_html: Option<&'a str>,
+    created_at: Timestamp,
+    edited_at: Option<Timestamp>,
+    deleted: bool,
+    removed: bool,
+    score: i64,
+}
+
+impl<'a> ListedPost<'a> {
+    fn of(p: &'a Post, html: bool) -> ListedPost<'a> {
+        ListedPost {
+            id: p.id,
+            topic_id: p.topic_id,
+            parent_id: p.parent_id,
+            author: p.author.as_deref(),
+            body: &p.body,
+            body_html: html.then_some(p.body_html.as_str()),
+            created_at: p.created_at,
+            edited_at: p.edited_at,
+            deleted: p.deleted,
+            removed: p.removed,
+            score: p.score,
+        }
+    }
 }
 
 /// The benchmark's hot path: a cache hit costs a map lookup and an `Arc`
@@ -66,14 +118,16 @@ async fn get_topic<S: Store>(
     req: axum::extract::Request,
 ) -> AppResult<Response> {
     let sort = parse_post_sort(q.sort.as_deref())?;
+    let html = parse_html(q.html.as_deref())?;
+    let variant = if html { Variant::JsonHtml(sort) } else { Variant::Json(sort) };
     let rendered = state
         .cache
-        .get_or_render((id, Variant::Json(sort)), || async { render(&state, id, sort, Viewer::Public).await })
+        .get_or_render((id, variant), || async { render(&state, id, sort, html, Viewer::Public).await })
         .await?;
     if let Some(restricted) = &rendered.restricted {
         let (mut parts, _) = req.into_parts();
         if let Some(viewer) = privileged_viewer(&state, &mut parts, restricted).await {
-            let private = render(&state, id, sort, viewer).await?;
+            let private = render(&state, id, sort, html, viewer).await?;
             private.gzip_ready(&parts.headers).await;
             return Ok(respond(&private, &parts.headers, Audience::Private));
         }
@@ -90,7 +144,13 @@ async fn get_topic<S: Store>(
 /// Reads and renders the topic as `viewer` may see it. The public view of
 /// a removed topic is an empty body carrying its restriction: cached like
 /// any other, so even its 404s are answered without a query.
-async fn render<S: Store>(state: &AppState<S>, id: i64, sort: PostSort, viewer: Viewer) -> AppResult<Arc<Rendered>> {
+async fn render<S: Store>(
+    state: &AppState<S>,
+    id: i64,
+    sort: PostSort,
+    html: bool,
+    viewer: Viewer,
+) -> AppResult<Arc<Rendered>> {
     let (mut topic, mut posts) = state.store.topic_with_posts(id, sort).await?;
     // Serialising a big topic takes milliseconds: keep it off
     // the async workers.
@@ -98,8 +158,13 @@ async fn render<S: Store>(state: &AppState<S>, id: i64, sort: PostSort, viewer: 
         let restricted = Restricted::of(&topic, &posts);
         let visible = redact(&mut topic, &mut posts, viewer);
         let body = if visible {
-            serde_json::to_vec(&TopicResponse { topic: &topic, posts: &posts })
-                .map_err(|e| AppError::Internal(e.to_string()))?
+            let posts = posts.iter().map(|p| ListedPost::of(p, html)).collect();
+            let mut body = serde_json::to_vec(&TopicResponse { topic: &topic, posts })
+                .map_err(|e| AppError::Internal(e.to_string()))?;
+            // The cache keeps these bytes for as long as the topic is
+            // unchanged: do not keep the growth slack of the Vec with them.
+            body.shrink_to_fit();
+            body
         } else if viewer == Viewer::Public {
             Vec::new()
         } else {

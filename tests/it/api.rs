@@ -221,10 +221,48 @@ async fn only_the_author_may_edit_a_post_and_the_edit_shows_on_the_next_read() {
     assert_eq!(status, 200, "{edited}");
     assert_eq!((edited["id"].clone(), edited["body"].clone()), (json!(post), json!("typo")));
     assert!(edited["edited_at"].is_string(), "{edited}");
-    assert_eq!(app.read_topic(topic, "best").await["posts"][0], edited);
+    assert_eq!(app.read_topic(topic, "best&html=true").await["posts"][0], edited);
 
     let (status, body) = app.patch("/api/v1/posts/424242", Some(&alice), json!({"body": "x"})).await;
     assert_error("unknown post", status, &body, 404, "not_found");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_topics_posts_carry_their_html_only_when_asked() {
+    let app = spawn_app().await;
+    app.community("raspi").await;
+    let alice = app.user("alice").await;
+    let topic = app.topic("raspi", &alice, "Hello").await;
+    let (status, post) =
+        app.post(&format!("/api/v1/topics/{topic}/posts"), Some(&alice), json!({"body": "*one* text"})).await;
+    assert_eq!(status, 201, "{post}");
+    assert_eq!(post["body_html"], "<p><em>one</em> text</p>\n");
+
+    // By default each text is there once, as its Markdown source.
+    let lean = app.read_topic(topic, "best").await;
+    let listed = lean["posts"][0].as_object().expect("a post");
+    assert_eq!(listed.get("body"), Some(&json!("*one* text")));
+    assert!(!listed.contains_key("body_html"), "{lean}");
+    // With html=true, the very object the post was created as: every field
+    // of a post, nothing missing, nothing added.
+    let full = app.read_topic(topic, "best&html=true").await;
+    assert_eq!(full["posts"][0], post);
+    let mut without = post.clone();
+    without.as_object_mut().expect("object").remove("body_html");
+    assert_eq!(lean["posts"][0], without);
+    // The topic itself carries both either way.
+    assert_eq!(lean["topic"], full["topic"]);
+    // Both are cached as variants of their own with their own validators.
+    let a = fetch(app.req(Method::GET, &format!("/api/v1/topics/{topic}"))).await;
+    let b = fetch(app.req(Method::GET, &format!("/api/v1/topics/{topic}?html=true"))).await;
+    assert!(a.header("etag").is_some() && a.header("etag") != b.header("etag"));
+    let (status, body) = app.get(&format!("/api/v1/topics/{topic}?html=false")).await;
+    assert_eq!((status, &body), (200, &lean));
+
+    let (status, body) = app.get(&format!("/api/v1/topics/{topic}?html=yes")).await;
+    assert_error("html=yes", status, &body, 400, "invalid_query");
+    assert!(body["error"]["message"].as_str().is_some_and(|m| m.contains("html")), "{body}");
     app.stop().await;
 }
 

@@ -198,8 +198,8 @@ async fn a_subscriber_by_query_receives_a_new_post_as_the_full_post_object() {
     let event = next_json(&mut ws).await;
     assert_eq!(event["type"], "post");
     assert_eq!(event["post"], post, "the event carries the post exactly as the API returns it");
-    let (_, page) = app.send(reqwest::Method::GET, &format!("/api/v1/topics/{topic}"), &alice, None).await;
-    assert_eq!(event["post"], page["posts"][0], "and as the topic API lists it");
+    let (_, page) = app.send(reqwest::Method::GET, &format!("/api/v1/topics/{topic}?html=true"), &alice, None).await;
+    assert_eq!(event["post"], page["posts"][0], "and as the topic API lists it with html=true");
     app.stop().await;
 }
 

@@ -365,7 +365,7 @@ async fn bodies_are_stored_with_their_sanitized_html_and_served_with_it() {
 
     let (_, edited) = app.patch(&format!("/api/v1/posts/{p}"), Some(&alice), json!({"body": "`code`"})).await;
     assert_eq!(edited["body_html"], "<p><code>code</code></p>\n");
-    let (_, thread) = app.get(&format!("/api/v1/topics/{t}")).await;
+    let (_, thread) = app.get(&format!("/api/v1/topics/{t}?html=true")).await;
     assert_eq!(thread["posts"][0]["body_html"], "<p><code>code</code></p>\n", "the cache was refreshed");
 
     // Listings and profiles carry it too; a topic without a body has none.
@@ -379,13 +379,13 @@ async fn bodies_are_stored_with_their_sanitized_html_and_served_with_it() {
     // Removed for the public, deleted for everyone: no HTML either.
     let (status, _) = app.post(&format!("/api/v1/posts/{p}/remove"), Some(&app.admin_token), json!({})).await;
     assert_eq!(status, 204);
-    let (_, public) = app.get(&format!("/api/v1/topics/{t}")).await;
+    let (_, public) = app.get(&format!("/api/v1/topics/{t}?html=true")).await;
     assert_eq!((public["posts"][0]["body"].as_str(), public["posts"][0]["body_html"].as_str()), (Some(""), Some("")));
-    let (_, own) = app.send(Method::GET, &format!("/api/v1/topics/{t}"), Some(&alice), None).await;
+    let (_, own) = app.send(Method::GET, &format!("/api/v1/topics/{t}?html=true"), Some(&alice), None).await;
     assert_eq!(own["posts"][0]["body_html"], "<p><code>code</code></p>\n", "the author still sees it");
     let (status, _) = app.delete(&format!("/api/v1/posts/{p}"), Some(&alice)).await;
     assert_eq!(status, 204);
-    let (_, own) = app.send(Method::GET, &format!("/api/v1/topics/{t}"), Some(&alice), None).await;
+    let (_, own) = app.send(Method::GET, &format!("/api/v1/topics/{t}?html=true"), Some(&alice), None).await;
     assert_eq!(own["posts"][0]["body_html"], "");
     let (status, _) = app.delete(&format!("/api/v1/topics/{t}"), Some(&alice)).await;
     assert_eq!(status, 204);

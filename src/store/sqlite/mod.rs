@@ -79,6 +79,10 @@ impl SqliteStore {
         }
         check_integrity(&conn)?;
         conn::migrate(&mut conn)?;
+        // The integrity check and the migrations (with the HTML backfill's
+        // scan) read the whole file through this connection's page cache:
+        // give that memory back rather than hold pages no write will need.
+        let _ = conn.execute_batch("PRAGMA shrink_memory");
         let readers = Readers::start(path, opts.readers)?;
         // The writer and the checkpointer take turns checkpointing (see WalBound).
         let turns = std::sync::Arc::new(std::sync::Mutex::new(()));

@@ -1,6 +1,8 @@
 //! `pith seed`: deterministic benchmark data sets (WORKLOAD.md). The same
 //! `--dataset` and `--seed` always produce the same rows. Rows are written
-//! straight into one transaction for speed, so run it before `serve`.
+//! straight into one transaction for speed, so run it before `serve`, with
+//! their bodies rendered to HTML (on other threads) and indexed for search,
+//! so the server opens the result at once.
 
 use std::path::Path;
 
@@ -13,6 +15,7 @@ use rusqlite::{Connection, params};
 use crate::config::{Backend, Dataset, SeedConfig};
 use crate::model::hot_rank;
 use crate::store::sqlite::conn::{Role, migrate, open};
+use crate::store::sqlite::search_queue;
 
 /// The shape of a data set.
 #[derive(Debug, Clone)]
@@ -151,7 +154,8 @@ pub fn main(cfg: SeedConfig) -> anyhow::Result<()> {
         }
     };
     eprintln!(
-        "seeded {} ({:?}, seed {}): {} users, {} communities, {} topics, {} posts, {} votes in {:.1}s",
+        "seeded {} ({:?}, seed {}): {} users, {} communities, {} topics, {} posts, {} votes in {:.1}s \
+         ({:.0} posts/s)",
         place,
         cfg.dataset,
         cfg.seed,
@@ -160,7 +164,8 @@ pub fn main(cfg: SeedConfig) -> anyhow::Result<()> {
         stats.topics,
         stats.posts,
         stats.votes,
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        stats.posts as f64 / started.elapsed().as_secs_f64().max(1e-9)
     );
     Ok(())
 }
@@ -175,6 +180,8 @@ pub struct SeedStats {
 }
 
 /// Fills the (empty) database at `path` with `shape`, deterministically.
+/// Bodies are stored with their HTML, rendered as the server renders them,
+/// so the server has nothing to backfill when it opens the result.
 pub fn seed(path: &Path, shape: &Shape, seed: u64) -> anyhow::Result<SeedStats> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -188,7 +195,31 @@ pub fn seed(path: &Path, shape: &Shape, seed: u64) -> anyhow::Result<SeedStats> 
     }
     conn.execute_batch("PRAGMA synchronous = OFF")?;
     let tx = conn.transaction()?;
-    let stats = fill(&mut SqliteRows::new(&tx)?, shape, seed)?;
+    // Rendering Markdown costs more than inserting: this thread generates
+    // and inserts while `renderers` threads render the chunk before.
+    let renderers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let stats = std::thread::scope(|s| {
+        let (to_render, chunks) = crossbeam_channel::bounded::<Chunk>(2 * renderers);
+        let (rendered, done) = crossbeam_channel::unbounded::<Chunk>();
+        for _ in 0..renderers {
+            let (chunks, rendered) = (chunks.clone(), rendered.clone());
+            s.spawn(move || {
+                for mut chunk in chunks {
+                    chunk.render();
+                    if rendered.send(chunk).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop((chunks, rendered));
+        // FTS5 would write a segment per row; it gets one per chunk.
+        search_queue::defer(&tx)?;
+        let mut rows = SqliteRows::new(&tx, to_render, done)?;
+        let stats = fill(&mut rows, shape, seed)?;
+        rows.finish()?;
+        anyhow::Ok(stats)
+    })?;
     tx.commit()?;
     conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA wal_checkpoint(TRUNCATE); ANALYZE;")?;
     Ok(stats)
@@ -361,69 +392,226 @@ pub trait Rows {
     fn vote(&mut self, user_id: i64, kind: i64, target_id: i64, value: i64) -> anyhow::Result<()>;
 }
 
-/// Prepared INSERTs inside the seeding transaction.
+/// Topics and posts per chunk handed to a renderer thread.
+const CHUNK_BODIES: usize = 2048;
+
+/// A row `fill` generated, kept in order until its chunk is rendered.
+enum Row {
+    User(i64, String, i64),
+    Community(CommunityRow),
+    Topic(TopicRow),
+    Post(PostRow),
+    Vote([i64; 4]),
+}
+
+/// Consecutive rows and, once rendered, the HTML of each topic and post
+/// among them, in order.
+struct Chunk {
+    seq: u64,
+    rows: Vec<Row>,
+    html: Vec<String>,
+    /// The renderer panicked: the chunk cannot be stored.
+    failed: bool,
+}
+
+impl Chunk {
+    fn render(&mut self) {
+        let rows = &self.rows;
+        let html = std::panic::catch_unwind(|| {
+            rows.iter()
+                .filter_map(|row| match row {
+                    Row::Topic(t) => Some(crate::markdown::render(&t.body)),
+                    Row::Post(p) => Some(crate::markdown::render(&p.body)),
+                    _ => None,
+                })
+                .collect()
+        });
+        match html {
+            Ok(html) => self.html = html,
+            Err(_) => self.failed = true,
+        }
+    }
+}
+
+/// Prepared INSERTs inside the seeding transaction, fed in order with the
+/// chunks the renderer threads hand back.
 struct SqliteRows<'c> {
+    conn: &'c Connection,
     user: rusqlite::Statement<'c>,
     community: rusqlite::Statement<'c>,
     topic: rusqlite::Statement<'c>,
     post: rusqlite::Statement<'c>,
     vote: rusqlite::Statement<'c>,
+    /// Rows not yet handed to a renderer, and how many bodies among them.
+    buffer: Vec<Row>,
+    bodies: usize,
+    to_render: Option<crossbeam_channel::Sender<Chunk>>,
+    rendered: crossbeam_channel::Receiver<Chunk>,
+    /// Rendered chunks that arrived before an earlier one.
+    waiting: std::collections::BTreeMap<u64, Chunk>,
+    sent: u64,
+    stored: u64,
 }
 
+/// Chunks handed out and not yet stored before this thread waits.
+const IN_FLIGHT: u64 = 8;
+
 impl<'c> SqliteRows<'c> {
-    fn new(conn: &'c Connection) -> anyhow::Result<SqliteRows<'c>> {
+    fn new(
+        conn: &'c Connection,
+        to_render: crossbeam_channel::Sender<Chunk>,
+        rendered: crossbeam_channel::Receiver<Chunk>,
+    ) -> anyhow::Result<SqliteRows<'c>> {
         Ok(SqliteRows {
+            conn,
             user: conn.prepare("INSERT INTO users (id, name, created_at) VALUES (?1, ?2, ?3)")?,
             community: conn.prepare(
                 "INSERT INTO communities (id, name, title, description, created_by, created_at) \
                  VALUES (?1, ?2, ?3, ?4, 1, ?5)",
             )?,
             topic: conn.prepare(
-                "INSERT INTO topics (id, community_id, author_id, title, body, created_at, score, hot, post_count) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO topics (id, community_id, author_id, title, body, body_html, created_at, score, hot, \
+                 post_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )?,
             post: conn.prepare(
-                "INSERT INTO posts (id, topic_id, parent_id, author_id, body, created_at, score) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO posts (id, topic_id, parent_id, author_id, body, body_html, created_at, score) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?,
             vote: conn.prepare("INSERT INTO votes (user_id, kind, target_id, value) VALUES (?1, ?2, ?3, ?4)")?,
+            buffer: Vec::new(),
+            bodies: 0,
+            to_render: Some(to_render),
+            rendered,
+            waiting: std::collections::BTreeMap::new(),
+            sent: 0,
+            stored: 0,
         })
+    }
+
+    fn push(&mut self, row: Row) -> anyhow::Result<()> {
+        if matches!(row, Row::Topic(_) | Row::Post(_)) {
+            self.bodies += 1;
+        }
+        self.buffer.push(row);
+        if self.bodies >= CHUNK_BODIES { self.send() } else { Ok(()) }
+    }
+
+    /// Hands the buffered rows to a renderer, then stores what is rendered,
+    /// waiting while too many chunks are out.
+    fn send(&mut self) -> anyhow::Result<()> {
+        let rows = std::mem::take(&mut self.buffer);
+        self.bodies = 0;
+        let chunk = Chunk { seq: self.sent, rows, html: Vec::new(), failed: false };
+        let to_render = self.to_render.as_ref().context("seeding already finished")?;
+        to_render.send(chunk).map_err(|_| anyhow::anyhow!("the renderer threads stopped"))?;
+        self.sent += 1;
+        while let Ok(chunk) = self.rendered.try_recv() {
+            self.waiting.insert(chunk.seq, chunk);
+        }
+        self.store_ready()?;
+        while self.sent - self.stored > IN_FLIGHT {
+            self.receive()?;
+        }
+        Ok(())
+    }
+
+    /// Waits for one rendered chunk and stores what is then ready.
+    fn receive(&mut self) -> anyhow::Result<()> {
+        let chunk = self.rendered.recv().map_err(|_| anyhow::anyhow!("the renderer threads stopped"))?;
+        self.waiting.insert(chunk.seq, chunk);
+        self.store_ready()
+    }
+
+    /// Stores the rendered chunks that are next in order.
+    fn store_ready(&mut self) -> anyhow::Result<()> {
+        while let Some(chunk) = self.waiting.remove(&self.stored) {
+            self.store(chunk)?;
+            self.stored += 1;
+        }
+        Ok(())
+    }
+
+    /// Sends the last rows and stores everything.
+    fn finish(&mut self) -> anyhow::Result<()> {
+        if !self.buffer.is_empty() {
+            self.send()?;
+        }
+        self.to_render = None;
+        while self.stored < self.sent {
+            self.receive()?;
+        }
+        search_queue::apply(self.conn)?;
+        Ok(())
+    }
+
+    fn store(&mut self, chunk: Chunk) -> anyhow::Result<()> {
+        anyhow::ensure!(!chunk.failed, "rendering a body panicked");
+        let mut html = chunk.html.into_iter();
+        let mut next_html = || html.next().context("a chunk came back without its HTML");
+        for row in chunk.rows {
+            match row {
+                Row::User(id, name, created_at) => {
+                    self.user.execute(params![id, name, created_at])?;
+                }
+                Row::Community(r) => {
+                    self.community.execute(params![r.id, r.name, r.title, r.description, r.created_at])?;
+                }
+                Row::Topic(r) => {
+                    self.topic.execute(params![
+                        r.id,
+                        r.community_id,
+                        r.author_id,
+                        r.title,
+                        r.body,
+                        next_html()?,
+                        r.created_at,
+                        r.score,
+                        r.hot,
+                        r.post_count
+                    ])?;
+                }
+                Row::Post(r) => {
+                    self.post.execute(params![
+                        r.id,
+                        r.topic_id,
+                        r.parent_id,
+                        r.author_id,
+                        r.body,
+                        next_html()?,
+                        r.created_at,
+                        r.score
+                    ])?;
+                }
+                Row::Vote([user_id, kind, target_id, value]) => {
+                    self.vote.execute(params![user_id, kind, target_id, value])?;
+                }
+            }
+        }
+        // The chunk's text goes into the search indexes in one piece.
+        search_queue::apply(self.conn)?;
+        search_queue::defer(self.conn)?;
+        Ok(())
     }
 }
 
 impl Rows for SqliteRows<'_> {
     fn user(&mut self, id: i64, name: String, created_at: i64) -> anyhow::Result<()> {
-        self.user.execute(params![id, name, created_at])?;
-        Ok(())
+        self.push(Row::User(id, name, created_at))
     }
 
     fn community(&mut self, r: CommunityRow) -> anyhow::Result<()> {
-        self.community.execute(params![r.id, r.name, r.title, r.description, r.created_at])?;
-        Ok(())
+        self.push(Row::Community(r))
     }
 
     fn topic(&mut self, r: TopicRow) -> anyhow::Result<()> {
-        self.topic.execute(params![
-            r.id,
-            r.community_id,
-            r.author_id,
-            r.title,
-            r.body,
-            r.created_at,
-            r.score,
-            r.hot,
-            r.post_count
-        ])?;
-        Ok(())
+        self.push(Row::Topic(r))
     }
 
     fn post(&mut self, r: PostRow) -> anyhow::Result<()> {
-        self.post.execute(params![r.id, r.topic_id, r.parent_id, r.author_id, r.body, r.created_at, r.score])?;
-        Ok(())
+        self.push(Row::Post(r))
     }
 
     fn vote(&mut self, user_id: i64, kind: i64, target_id: i64, value: i64) -> anyhow::Result<()> {
-        self.vote.execute(params![user_id, kind, target_id, value])?;
-        Ok(())
+        self.push(Row::Vote([user_id, kind, target_id, value]))
     }
 }

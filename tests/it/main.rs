@@ -25,6 +25,8 @@
 //! - `tls`: TLS 1.3, HTTP/2 by ALPN, wss, certificate reload on SIGHUP.
 //! - `config_file`: the config file, `pith config`, precedence.
 //! - `setup`: the first run's one-time admin link.
+//! - `writes`: the SQLite writer's batches: search index changes applied
+//!   per batch, replies without a savepoint of their own.
 
 mod accounts;
 mod api;
@@ -61,3 +63,4 @@ mod setup;
 mod store;
 mod tls;
 mod votes;
+mod writes;

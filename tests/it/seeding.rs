@@ -71,6 +71,58 @@ fn the_realistic_data_set_has_the_shape_of_the_workload() {
     assert_eq!(counted, 0, "post_count matches the posts");
 }
 
+/// `pith seed` stores every body's HTML as the server renders it, so the
+/// first open has nothing to backfill; the text is indexed for search too.
+#[tokio::test]
+async fn a_seeded_database_holds_the_html_the_server_would_store_and_opens_without_a_backfill() {
+    use pith::store::Store;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pith.db");
+    // Reddit: topics with bodies, replies to replies, votes between them;
+    // several chunks for the renderer threads.
+    let stats = seed(&path, &Shape::of(Dataset::Reddit, 0.05), 5).expect("seed");
+    assert!(stats.posts > 5_000 && stats.topics >= 5 && stats.votes > 0, "{stats:?}");
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    // What backfill.rs selects: nothing is left for it.
+    let (posts, topics, queued): (i64, i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT count(*) FROM posts WHERE body_html IS NULL), \
+             (SELECT count(*) FROM topics WHERE body_html IS NULL AND body IS NOT NULL), \
+             (SELECT count(*) FROM fts_queue)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .expect("counts");
+    assert_eq!((posts, topics, queued), (0, 0, 0));
+    for sql in ["SELECT body, body_html FROM posts", "SELECT body, body_html FROM topics"] {
+        let mut stmt = conn.prepare(sql).expect("prepare");
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).expect("rows");
+        let mut n = 0;
+        for row in rows {
+            let (body, html) = row.expect("row");
+            assert_eq!(html, pith::markdown::render(&body), "{sql}: {body}");
+            n += 1;
+        }
+        assert!(n >= 5, "{sql}: {n} rows");
+    }
+    let indexed: i64 =
+        conn.query_row("SELECT count(*) FROM posts_fts WHERE posts_fts MATCH 'kernel'", [], |r| r.get(0)).expect("fts");
+    let holding: i64 =
+        conn.query_row("SELECT count(*) FROM posts WHERE body LIKE '%kernel%'", [], |r| r.get(0)).expect("like");
+    assert_eq!(indexed, holding, "every post that says kernel is found");
+    conn.execute_batch("INSERT INTO posts_fts (posts_fts) VALUES ('integrity-check')").expect("sound index");
+    drop(conn);
+
+    // The server opens it as it is and serves the first topic's stored HTML.
+    let before = std::fs::metadata(&path).expect("size").len();
+    let store = SqliteStore::open(&path, &SqliteOptions { readers: 1, ..SqliteOptions::default() }).expect("open");
+    let (topic, replies) = store.topic_with_posts(1, pith::store::PostSort::Old).await.expect("read");
+    assert_eq!(topic.body_html.as_deref(), topic.body.as_deref().map(pith::markdown::render).as_deref());
+    assert!(!replies.is_empty() && replies.iter().all(|p| p.body_html == pith::markdown::render(&p.body)));
+    store.shutdown().await;
+    assert_eq!(std::fs::metadata(&path).expect("size").len(), before, "opening rewrote nothing");
+}
+
 #[test]
 fn seeding_a_database_that_holds_data_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");

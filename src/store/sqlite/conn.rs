@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0001_core.sql"),
     include_str!("../../../migrations/sqlite/0002_moderation.sql"),
     include_str!("../../../migrations/sqlite/0003_rendered_and_search.sql"),
+    include_str!("../../../migrations/sqlite/0004_search_queue.sql"),
 ];
 
 /// Which job a connection does; each gets different pragmas.

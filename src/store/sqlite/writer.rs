@@ -14,6 +14,7 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::conn::map_err;
+use super::search_queue;
 use crate::store::{StoreError, StoreResult};
 
 /// Runs after the batch's COMMIT (or its failure) to answer the caller.
@@ -50,7 +51,24 @@ impl Writer {
         R: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<R> + Send + 'static,
     {
-        let (job, rx) = job(f);
+        self.queue(job(f, Undo::Savepoint)).await
+    }
+
+    /// As `write`, for a write that checks everything before its first
+    /// change: it runs without a savepoint of its own, which costs a copy
+    /// of every page it touches. `f` must refuse (any error but `Internal`
+    /// and `Unavailable`) only before changing anything; a SQLite error or
+    /// a panic, which may come after a change, rolls back the whole batch
+    /// and every write in it fails, since nothing can undo just this one.
+    pub async fn write_checked_first<R, F>(&self, f: F) -> StoreResult<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<R> + Send + 'static,
+    {
+        self.queue(job(f, Undo::Batch)).await
+    }
+
+    async fn queue<R>(&self, (job, rx): (Job, oneshot::Receiver<StoreResult<R>>)) -> StoreResult<R> {
         self.tx.send(Msg::Job(job)).map_err(|_| StoreError::Unavailable("the writer has stopped".into()))?;
         rx.await.map_err(|_| StoreError::Internal("writer dropped a job".into()))?
     }
@@ -68,18 +86,28 @@ impl Writer {
     }
 }
 
+/// How a failed job's changes are undone.
+#[derive(Clone, Copy)]
+enum Undo {
+    /// Rolled back to the job's own savepoint.
+    Savepoint,
+    /// A refusal changed nothing; any other failure rolls back the batch.
+    Batch,
+}
+
 /// Wraps `f` as a batch job; the receiver gets its result once the batch's
 /// fate is known.
-fn job<R, F>(f: F) -> (Job, oneshot::Receiver<StoreResult<R>>)
+fn job<R, F>(f: F, undo: Undo) -> (Job, oneshot::Receiver<StoreResult<R>>)
 where
     R: Send + 'static,
     F: FnOnce(&Connection) -> StoreResult<R> + Send + 'static,
 {
     let (tx, rx) = oneshot::channel();
     let job: Job = Box::new(move |conn| {
-        let result = match conn {
-            Ok(conn) => in_savepoint(conn, f),
-            Err(e) => Err(e.clone()),
+        let result = match (conn, undo) {
+            (Ok(conn), Undo::Savepoint) => in_savepoint(conn, f),
+            (Ok(conn), Undo::Batch) => checked_first(conn, f),
+            (Err(e), _) => Err(e.clone()),
         };
         Box::new(move |commit: &Result<(), StoreError>| {
             let out = match commit {
@@ -93,12 +121,36 @@ where
 }
 
 fn in_savepoint<R>(conn: &Connection, f: impl FnOnce(&Connection) -> StoreResult<R>) -> StoreResult<R> {
-    conn.execute_batch("SAVEPOINT job").map_err(map_err)?;
+    run_cached(conn, "SAVEPOINT job")?;
     let result = catch_unwind(AssertUnwindSafe(|| f(conn)))
         .unwrap_or_else(|_| Err(StoreError::Internal("a write panicked".into())));
-    let end = if result.is_ok() { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
-    conn.execute_batch(end).map_err(map_err)?;
+    if result.is_err() {
+        run_cached(conn, "ROLLBACK TO job")?;
+    }
+    run_cached(conn, "RELEASE job")?;
     result
+}
+
+/// Runs `f` without a savepoint (`Writer::write_checked_first`). After a
+/// failure that may have left a change behind, the whole transaction is
+/// rolled back: `commit_batch` then fails the batch, as after an I/O error.
+fn checked_first<R>(conn: &Connection, f: impl FnOnce(&Connection) -> StoreResult<R>) -> StoreResult<R> {
+    let result = catch_unwind(AssertUnwindSafe(|| f(conn)))
+        .unwrap_or_else(|_| Err(StoreError::Internal("a write panicked".into())));
+    if let Err(StoreError::Internal(_) | StoreError::Unavailable(_)) = &result
+        && !conn.is_autocommit()
+    {
+        tracing::error!("a write failed after it may have changed rows: rolling back its whole batch");
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    result
+}
+
+/// Runs one statement through the connection's statement cache: the
+/// writer's own SAVEPOINT, RELEASE, BEGIN and COMMIT run for every write or
+/// batch, and `execute_batch` would parse them again each time.
+fn run_cached(conn: &Connection, sql: &str) -> StoreResult<()> {
+    conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map(drop).map_err(map_err)
 }
 
 /// The WAL's size limit, enforced by the writer as a last resort.
@@ -190,9 +242,14 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Job>, metrics: &crate::metric
         tracing::warn!("the previous write transaction is still open; rolling it back");
         let _ = conn.execute_batch("ROLLBACK");
     }
-    let began = conn.execute_batch("BEGIN IMMEDIATE").map_err(map_err);
+    // The batch's search index changes are queued and applied together
+    // before COMMIT (see `search_queue`).
+    let began = run_cached(conn, "BEGIN IMMEDIATE").and_then(|()| search_queue::defer(conn));
     if let Err(e) = began {
         tracing::error!(error = %e, "cannot begin write transaction");
+        if !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
         let failed = Err(e.clone());
         for job in batch.drain(..) {
             job(Err(&e))(&failed);
@@ -214,7 +271,7 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Job>, metrics: &crate::metric
                 completions.push(job(Ok(conn)));
                 if conn.is_autocommit() {
                     lost = Some(StoreError::Unavailable(
-                        "SQLite rolled the write transaction back after an I/O error (disk full?)".into(),
+                        "the write transaction was rolled back after an error in one of its writes (disk full?)".into(),
                     ));
                 }
             }
@@ -222,7 +279,7 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Job>, metrics: &crate::metric
     }
     let committed = match lost {
         Some(e) => Err(e),
-        None => conn.execute_batch("COMMIT").map_err(map_err),
+        None => search_queue::apply(conn).and_then(|_| run_cached(conn, "COMMIT")),
     };
     if let Err(e) = &committed {
         tracing::error!(error = %e, "group commit failed; rolling back");
@@ -243,6 +300,22 @@ mod tests {
         crate::metrics::StoreMetrics::new(std::path::Path::new("unused.db"))
     }
 
+    /// A table `t` and the search queue's tables, which every batch uses.
+    fn database(setup: &str) -> Connection {
+        let conn = Connection::open_in_memory().expect("open");
+        conn.execute_batch(
+            "CREATE TABLE fts_defer (deferred INTEGER NOT NULL); INSERT INTO fts_defer VALUES (0);
+             CREATE TABLE fts_queue (seq INTEGER PRIMARY KEY, posts INTEGER NOT NULL, command TEXT,
+                 item INTEGER NOT NULL, title TEXT, body TEXT);
+             CREATE VIRTUAL TABLE topics_fts USING fts5(title, body);
+             CREATE VIRTUAL TABLE posts_fts USING fts5(body);
+             CREATE TABLE t (x INTEGER);",
+        )
+        .expect("schema");
+        conn.execute_batch(setup).expect("setup");
+        conn
+    }
+
     fn count(conn: &Connection) -> i64 {
         conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).expect("count")
     }
@@ -255,14 +328,16 @@ mod tests {
     /// statement; a job that ends it the same way stands in for that here.
     #[test]
     fn a_transaction_sqlite_rolled_back_fails_the_whole_batch_and_runs_nothing_after_it() {
-        let conn = Connection::open_in_memory().expect("open");
-        conn.execute_batch("CREATE TABLE t (x INTEGER)").expect("schema");
-        let (first, first_rx) = job(insert(1));
-        let (abandon, abandon_rx) = job(|c: &Connection| -> StoreResult<()> {
-            c.execute_batch("INSERT INTO t VALUES (2); ROLLBACK").map_err(map_err)?;
-            Err(StoreError::Unavailable("database or disk is full".into()))
-        });
-        let (after, after_rx) = job(insert(3));
+        let conn = database("");
+        let (first, first_rx) = job(insert(1), Undo::Savepoint);
+        let (abandon, abandon_rx) = job(
+            |c: &Connection| -> StoreResult<()> {
+                c.execute_batch("INSERT INTO t VALUES (2); ROLLBACK").map_err(map_err)?;
+                Err(StoreError::Unavailable("database or disk is full".into()))
+            },
+            Undo::Savepoint,
+        );
+        let (after, after_rx) = job(insert(3), Undo::Savepoint);
         commit_batch(&conn, &mut vec![first, abandon, after], &metrics());
         for (name, rx) in [("first", first_rx), ("abandon", abandon_rx), ("after", after_rx)] {
             let out = rx.blocking_recv().expect("answered");
@@ -271,7 +346,48 @@ mod tests {
         assert_eq!(count(&conn), 0, "nothing of a failed batch is stored");
 
         // The writer is not wedged: the next batch commits.
-        let (next, next_rx) = job(insert(4));
+        let (next, next_rx) = job(insert(4), Undo::Savepoint);
+        commit_batch(&conn, &mut vec![next], &metrics());
+        assert!(next_rx.blocking_recv().expect("answered").is_ok());
+        assert_eq!(count(&conn), 1);
+    }
+
+    #[test]
+    fn a_write_checked_first_that_refuses_leaves_the_rest_of_its_batch_committed() {
+        let conn = database("");
+        let (first, first_rx) = job(insert(1), Undo::Batch);
+        let (refused, refused_rx) =
+            job(|_: &Connection| -> StoreResult<()> { Err(StoreError::Invalid("no".into())) }, Undo::Batch);
+        let (after, after_rx) = job(insert(3), Undo::Batch);
+        commit_batch(&conn, &mut vec![first, refused, after], &metrics());
+        assert!(first_rx.blocking_recv().expect("answered").is_ok());
+        assert!(matches!(refused_rx.blocking_recv().expect("answered"), Err(StoreError::Invalid(_))));
+        assert!(after_rx.blocking_recv().expect("answered").is_ok());
+        assert_eq!(count(&conn), 2);
+    }
+
+    /// Without a savepoint, a write that fails after a change cannot be
+    /// undone alone: its whole batch fails and nothing of it is stored.
+    #[test]
+    fn a_write_checked_first_that_fails_after_a_change_fails_its_whole_batch() {
+        let conn = database("");
+        let (first, first_rx) = job(insert(1), Undo::Batch);
+        let (half, half_rx) = job(
+            |c: &Connection| -> StoreResult<()> {
+                c.execute("INSERT INTO t VALUES (2)", []).map_err(map_err)?;
+                c.execute("INSERT INTO missing VALUES (2)", []).map_err(map_err)?;
+                Ok(())
+            },
+            Undo::Batch,
+        );
+        let (after, after_rx) = job(insert(3), Undo::Savepoint);
+        commit_batch(&conn, &mut vec![first, half, after], &metrics());
+        assert!(matches!(first_rx.blocking_recv().expect("answered"), Err(StoreError::Unavailable(_))));
+        assert!(matches!(half_rx.blocking_recv().expect("answered"), Err(StoreError::Unavailable(_))));
+        assert!(matches!(after_rx.blocking_recv().expect("answered"), Err(StoreError::Unavailable(_))));
+        assert_eq!(count(&conn), 0, "nothing of a failed batch is stored");
+
+        let (next, next_rx) = job(insert(4), Undo::Batch);
         commit_batch(&conn, &mut vec![next], &metrics());
         assert!(next_rx.blocking_recv().expect("answered").is_ok());
         assert_eq!(count(&conn), 1);
@@ -279,9 +395,8 @@ mod tests {
 
     #[test]
     fn a_transaction_left_open_is_rolled_back_before_the_next_batch() {
-        let conn = Connection::open_in_memory().expect("open");
-        conn.execute_batch("CREATE TABLE t (x INTEGER); BEGIN; INSERT INTO t VALUES (1);").expect("setup");
-        let (next, next_rx) = job(insert(2));
+        let conn = database("BEGIN; INSERT INTO t VALUES (1);");
+        let (next, next_rx) = job(insert(2), Undo::Savepoint);
         commit_batch(&conn, &mut vec![next], &metrics());
         assert!(next_rx.blocking_recv().expect("answered").is_ok());
         let stored: Vec<i64> =

@@ -165,7 +165,16 @@ pub fn delete_topic(conn: &Connection, actor: &User, id: i64) -> StoreResult<()>
 }
 
 /// `html` is `new.body` rendered, before the write reached this thread.
-pub fn create_post(conn: &Connection, author: &User, new: &NewPost, html: &str, now: Timestamp) -> StoreResult<Post> {
+/// Every refusal comes before the first change: the writer runs it without
+/// a savepoint (`Writer::write_checked_first`), so keep it that way.
+/// Returns the new post's id and whom it replies to (see `new_reply`).
+pub fn create_post(
+    conn: &Connection,
+    author: &User,
+    new: &NewPost,
+    html: &str,
+    now: Timestamp,
+) -> StoreResult<(i64, Option<i64>)> {
     let topic: Option<(bool, bool, bool, i64, i64)> = conn
         .prepare_cached("SELECT deleted, removed, locked, author_id, community_id FROM topics WHERE id = ?1")
         .and_then(|mut s| {
@@ -212,7 +221,7 @@ pub fn create_post(conn: &Connection, author: &User, new: &NewPost, html: &str, 
     conn.prepare_cached("UPDATE topics SET post_count = post_count + 1 WHERE id = ?1")
         .and_then(|mut s| s.execute([new.topic_id]))
         .map_err(map_err)?;
-    Ok(crate::store::common::new_reply(id, author, new, html, now, replied_to))
+    Ok((id, replied_to))
 }
 
 pub fn post(conn: &Connection, id: i64) -> StoreResult<Post> {

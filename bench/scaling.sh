@@ -5,8 +5,8 @@
 # 1. Data size: the realistic mix on `pith seed --scale S` for each S in
 #    SCALES (1 = ~100k posts, 10 = ~1M, 100 = ~10M): req/s, server RSS at
 #    the end and at its peak, database size. A size whose seeding or the
-#    first open (which stores the rendered HTML of every seeded post) takes
-#    more than SEED_TIMEOUT seconds is reported as not measured.
+#    first open (an integrity check that reads the whole file) takes more
+#    than SEED_TIMEOUT seconds is reported as not measured.
 # 2. Connections, on the scale-1 data: CONNECTIONS keep-alive connections
 #    (default 50 400 5000), then 400 loaded connections while IDLE (10,000)
 #    idle keep-alive connections are held open by bench/idle.py from
@@ -75,7 +75,7 @@ for scale in $SCALES; do
     data="$WORK/data-$scale"
     log "seeding realistic at scale $scale (at most $SEED_TIMEOUT s)"
     started=$(date +%s)
-    # `pith user add` opens the store, which renders every seeded post once (backfill).
+    # `pith user add` opens the store once (integrity check, migrations).
     if ! timeout "$SEED_TIMEOUT" "$BIN" seed --data-dir "$data" --dataset realistic --seed 1 --scale "$scale" \
         2>"$OUT/seed-$scale.log" ||
         ! token=$(timeout "$SEED_TIMEOUT" "$BIN" user add bench --data-dir "$data" \

@@ -142,6 +142,14 @@ fn migrate_schema(conn: &mut Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Runs one statement without parameters through the connection's
+/// statement cache; how many rows it changed. For statements run on every
+/// write or batch (the writer's SAVEPOINT, RELEASE, BEGIN and COMMIT, the
+/// search queue's), which `execute_batch` would parse again each time.
+pub fn run_cached(conn: &Connection, sql: &str) -> Result<usize, StoreError> {
+    conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map_err(map_err)
+}
+
 /// Classifies a SQLite failure: a full disk or read-only file is
 /// `Unavailable` (answered 503), anything else `Internal`.
 pub fn map_err(e: rusqlite::Error) -> StoreError {

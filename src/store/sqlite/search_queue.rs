@@ -13,7 +13,7 @@
 
 use rusqlite::Connection;
 
-use super::conn::map_err;
+use super::conn::run_cached;
 use crate::store::StoreResult;
 
 const DEFER: &str = "UPDATE fts_defer SET deferred = 1";
@@ -24,20 +24,16 @@ const POSTS: &str = "INSERT INTO posts_fts (posts_fts, rowid, body) \
 const EMPTY: &str = "DELETE FROM fts_queue";
 const RESUME: &str = "UPDATE fts_defer SET deferred = 0";
 
-fn run(conn: &Connection, sql: &str) -> StoreResult<usize> {
-    conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map_err(map_err)
-}
-
 /// From now until `apply`, in this transaction, the FTS triggers queue.
 pub fn defer(conn: &Connection) -> StoreResult<()> {
-    run(conn, DEFER).map(drop)
+    run_cached(conn, DEFER).map(drop)
 }
 
 /// Applies and empties the queue, and the triggers index at once again;
 /// how many changes SQLite counted. Call it before COMMIT.
 pub fn apply(conn: &Connection) -> StoreResult<usize> {
-    let applied = run(conn, TOPICS)? + run(conn, POSTS)?;
-    run(conn, EMPTY)?;
-    run(conn, RESUME)?;
+    let applied = run_cached(conn, TOPICS)? + run_cached(conn, POSTS)?;
+    run_cached(conn, EMPTY)?;
+    run_cached(conn, RESUME)?;
     Ok(applied)
 }

@@ -13,7 +13,7 @@ use crossbeam_channel::{Receiver, Sender};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::conn::map_err;
+use super::conn::run_cached;
 use super::search_queue;
 use crate::store::{StoreError, StoreResult};
 
@@ -146,13 +146,6 @@ fn checked_first<R>(conn: &Connection, f: impl FnOnce(&Connection) -> StoreResul
     result
 }
 
-/// Runs one statement through the connection's statement cache: the
-/// writer's own SAVEPOINT, RELEASE, BEGIN and COMMIT run for every write or
-/// batch, and `execute_batch` would parse them again each time.
-fn run_cached(conn: &Connection, sql: &str) -> StoreResult<()> {
-    conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map(drop).map_err(map_err)
-}
-
 /// The WAL's size limit, enforced by the writer as a last resort.
 ///
 /// The checkpointer normally keeps the WAL small, but a checkpoint can only
@@ -244,7 +237,7 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Job>, metrics: &crate::metric
     }
     // The batch's search index changes are queued and applied together
     // before COMMIT (see `search_queue`).
-    let began = run_cached(conn, "BEGIN IMMEDIATE").and_then(|()| search_queue::defer(conn));
+    let began = run_cached(conn, "BEGIN IMMEDIATE").and_then(|_| search_queue::defer(conn));
     if let Err(e) = began {
         tracing::error!(error = %e, "cannot begin write transaction");
         if !conn.is_autocommit() {
@@ -279,7 +272,7 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Job>, metrics: &crate::metric
     }
     let committed = match lost {
         Some(e) => Err(e),
-        None => search_queue::apply(conn).and_then(|_| run_cached(conn, "COMMIT")),
+        None => search_queue::apply(conn).and_then(|_| run_cached(conn, "COMMIT")).map(drop),
     };
     if let Err(e) = &committed {
         tracing::error!(error = %e, "group commit failed; rolling back");
@@ -295,6 +288,7 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Job>, metrics: &crate::metric
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::sqlite::conn::map_err;
 
     fn metrics() -> crate::metrics::StoreMetrics {
         crate::metrics::StoreMetrics::new(std::path::Path::new("unused.db"))

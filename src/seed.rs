@@ -4,9 +4,11 @@
 //! their bodies rendered to HTML (on other threads) and indexed for search,
 //! so the server opens the result at once.
 
+use std::collections::VecDeque;
 use std::path::Path;
 
 use anyhow::Context;
+use crossbeam_channel::{Receiver, Sender};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -199,23 +201,21 @@ pub fn seed(path: &Path, shape: &Shape, seed: u64) -> anyhow::Result<SeedStats> 
     // and inserts while `renderers` threads render the chunk before.
     let renderers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let stats = std::thread::scope(|s| {
-        let (to_render, chunks) = crossbeam_channel::bounded::<Chunk>(2 * renderers);
-        let (rendered, done) = crossbeam_channel::unbounded::<Chunk>();
+        let (to_render, chunks) = crossbeam_channel::bounded::<(Chunk, Sender<Chunk>)>(2 * renderers);
         for _ in 0..renderers {
-            let (chunks, rendered) = (chunks.clone(), rendered.clone());
+            let chunks = chunks.clone();
             s.spawn(move || {
-                for mut chunk in chunks {
+                for (mut chunk, reply) in chunks {
                     chunk.render();
-                    if rendered.send(chunk).is_err() {
-                        break;
-                    }
+                    // Gone only when the seeding thread failed and stopped.
+                    let _ = reply.send(chunk);
                 }
             });
         }
-        drop((chunks, rendered));
+        drop(chunks);
         // FTS5 would write a segment per row; it gets one per chunk.
         search_queue::defer(&tx)?;
-        let mut rows = SqliteRows::new(&tx, to_render, done)?;
+        let mut rows = SqliteRows::new(&tx, to_render)?;
         let stats = fill(&mut rows, shape, seed)?;
         rows.finish()?;
         anyhow::Ok(stats)
@@ -407,7 +407,6 @@ enum Row {
 /// Consecutive rows and, once rendered, the HTML of each topic and post
 /// among them, in order.
 struct Chunk {
-    seq: u64,
     rows: Vec<Row>,
     html: Vec<String>,
     /// The renderer panicked: the chunk cannot be stored.
@@ -445,23 +444,18 @@ struct SqliteRows<'c> {
     /// Rows not yet handed to a renderer, and how many bodies among them.
     buffer: Vec<Row>,
     bodies: usize,
-    to_render: Option<crossbeam_channel::Sender<Chunk>>,
-    rendered: crossbeam_channel::Receiver<Chunk>,
-    /// Rendered chunks that arrived before an earlier one.
-    waiting: std::collections::BTreeMap<u64, Chunk>,
-    sent: u64,
-    stored: u64,
+    /// Each chunk goes out with a channel of its own for its way back.
+    to_render: Option<Sender<(Chunk, Sender<Chunk>)>>,
+    /// Where the chunks handed out come back, oldest first: stored in
+    /// this order, whichever renderer finishes first.
+    in_flight: VecDeque<Receiver<Chunk>>,
 }
 
 /// Chunks handed out and not yet stored before this thread waits.
-const IN_FLIGHT: u64 = 8;
+const IN_FLIGHT: usize = 8;
 
 impl<'c> SqliteRows<'c> {
-    fn new(
-        conn: &'c Connection,
-        to_render: crossbeam_channel::Sender<Chunk>,
-        rendered: crossbeam_channel::Receiver<Chunk>,
-    ) -> anyhow::Result<SqliteRows<'c>> {
+    fn new(conn: &'c Connection, to_render: Sender<(Chunk, Sender<Chunk>)>) -> anyhow::Result<SqliteRows<'c>> {
         Ok(SqliteRows {
             conn,
             user: conn.prepare("INSERT INTO users (id, name, created_at) VALUES (?1, ?2, ?3)")?,
@@ -481,10 +475,7 @@ impl<'c> SqliteRows<'c> {
             buffer: Vec::new(),
             bodies: 0,
             to_render: Some(to_render),
-            rendered,
-            waiting: std::collections::BTreeMap::new(),
-            sent: 0,
-            stored: 0,
+            in_flight: VecDeque::new(),
         })
     }
 
@@ -496,39 +487,27 @@ impl<'c> SqliteRows<'c> {
         if self.bodies >= CHUNK_BODIES { self.send() } else { Ok(()) }
     }
 
-    /// Hands the buffered rows to a renderer, then stores what is rendered,
-    /// waiting while too many chunks are out.
+    /// Hands the buffered rows to a renderer, then stores the oldest
+    /// chunks, waiting for them, while too many are out.
     fn send(&mut self) -> anyhow::Result<()> {
         let rows = std::mem::take(&mut self.buffer);
         self.bodies = 0;
-        let chunk = Chunk { seq: self.sent, rows, html: Vec::new(), failed: false };
+        let chunk = Chunk { rows, html: Vec::new(), failed: false };
+        let (reply, back) = crossbeam_channel::bounded(1);
         let to_render = self.to_render.as_ref().context("seeding already finished")?;
-        to_render.send(chunk).map_err(|_| anyhow::anyhow!("the renderer threads stopped"))?;
-        self.sent += 1;
-        while let Ok(chunk) = self.rendered.try_recv() {
-            self.waiting.insert(chunk.seq, chunk);
-        }
-        self.store_ready()?;
-        while self.sent - self.stored > IN_FLIGHT {
-            self.receive()?;
+        to_render.send((chunk, reply)).map_err(|_| anyhow::anyhow!("the renderer threads stopped"))?;
+        self.in_flight.push_back(back);
+        while self.in_flight.len() > IN_FLIGHT {
+            self.store_oldest()?;
         }
         Ok(())
     }
 
-    /// Waits for one rendered chunk and stores what is then ready.
-    fn receive(&mut self) -> anyhow::Result<()> {
-        let chunk = self.rendered.recv().map_err(|_| anyhow::anyhow!("the renderer threads stopped"))?;
-        self.waiting.insert(chunk.seq, chunk);
-        self.store_ready()
-    }
-
-    /// Stores the rendered chunks that are next in order.
-    fn store_ready(&mut self) -> anyhow::Result<()> {
-        while let Some(chunk) = self.waiting.remove(&self.stored) {
-            self.store(chunk)?;
-            self.stored += 1;
-        }
-        Ok(())
+    /// Waits for the oldest chunk handed out and stores it.
+    fn store_oldest(&mut self) -> anyhow::Result<()> {
+        let Some(back) = self.in_flight.pop_front() else { return Ok(()) };
+        let chunk = back.recv().map_err(|_| anyhow::anyhow!("the renderer threads stopped"))?;
+        self.store(chunk)
     }
 
     /// Sends the last rows and stores everything.
@@ -537,8 +516,8 @@ impl<'c> SqliteRows<'c> {
             self.send()?;
         }
         self.to_render = None;
-        while self.stored < self.sent {
-            self.receive()?;
+        while !self.in_flight.is_empty() {
+            self.store_oldest()?;
         }
         search_queue::apply(self.conn)?;
         Ok(())

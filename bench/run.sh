@@ -29,8 +29,12 @@
 #   PLOT=yes              write OUT/plot.svg (and plot.png with rsvg-convert)
 #   WRK=no                yes: cross-check with wrk (Debian package `wrk`)
 #   INSTALL_WRK=no        yes: apt-get install wrk when it is missing
+#   HELLO_BODY_BYTES=     N: also load a hello-world server answering N bytes (label
+#                         hello-body), e.g. 9300, a realistic topic's size: what the
+#                         bytes alone cost, apart from anything else Pith does
 #   PORT=18080            pith's port; HELLO_PORT=18081 hello's; C_PORT=18082 the
-#                         C server's; EXTRA_PORT=18083 the second pith build's
+#                         C server's; EXTRA_PORT=18083 the second pith build's;
+#                         BODY_PORT=18084 hello-body's
 #   OUT=                  keep JSON results and logs here (default: removed)
 #   PITH_BIN=             benchmark this binary instead of building one
 set -euo pipefail
@@ -51,6 +55,8 @@ PORT=${PORT:-18080}
 HELLO_PORT=${HELLO_PORT:-18081}
 C_PORT=${C_PORT:-18082}
 EXTRA_PORT=${EXTRA_PORT:-18083}
+BODY_PORT=${BODY_PORT:-18084}
+HELLO_BODY_BYTES=${HELLO_BODY_BYTES:-}
 SERVERS=${SERVERS:-pith hello c}
 EXTRA_PITH=${EXTRA_PITH:-}
 PIN=${PIN:-no}
@@ -108,7 +114,7 @@ seed() { # binary dir
 declare -A PORT_OF PID_OF TOKEN_OF
 seed "$BIN" "$WORK/data"
 TOKEN=$("$BIN" user add bench --data-dir "$WORK/data" 2>"$OUT/user.log" | tail -n1)
-TOKEN_OF[pith]=$TOKEN TOKEN_OF[c]=$TOKEN TOKEN_OF[hello]=$TOKEN
+TOKEN_OF[pith]=$TOKEN TOKEN_OF[c]=$TOKEN TOKEN_OF[hello]=$TOKEN TOKEN_OF[hello-body]=$TOKEN
 
 start() { # label port command...
     local label=$1 port=$2
@@ -122,6 +128,10 @@ start() { # label port command...
 
 start pith "$PORT" "$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$WORK/data"
 start hello "$HELLO_PORT" "$BIN" bench hello --listen "127.0.0.1:$HELLO_PORT"
+if [[ -n $HELLO_BODY_BYTES ]]; then
+    start hello-body "$BODY_PORT" "$BIN" bench hello --listen "127.0.0.1:$BODY_PORT" --body-bytes "$HELLO_BODY_BYTES"
+    SERVERS=${SERVERS/hello/hello hello-body}
+fi
 if [[ " $SERVERS " == *" c "* ]]; then
     log "building bench/c/cserver.c"
     gcc -O2 -pthread -o "$WORK/cserver" bench/c/cserver.c -lsqlite3 -lcrypto

@@ -11,7 +11,6 @@ use anyhow::Context;
 use axum::Router;
 use axum::body::Bytes;
 use axum::http::header;
-use axum::response::IntoResponse;
 use clap::Args;
 use tokio::net::TcpListener;
 
@@ -27,6 +26,12 @@ pub struct HelloArgs {
     /// Runtime worker threads (default: one per core, as `pith serve`).
     #[arg(long)]
     pub threads: Option<usize>,
+
+    /// Answer a JSON body of this many bytes instead of the 17-byte one:
+    /// e.g. a realistic topic's size (~9,300), to see what serving that
+    /// many bytes costs without anything else Pith does.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(17..=16_000_000))]
+    pub body_bytes: Option<u32>,
 }
 
 pub fn main(args: HelloArgs) -> anyhow::Result<()> {
@@ -38,27 +43,45 @@ pub fn main(args: HelloArgs) -> anyhow::Result<()> {
         let listener =
             TcpListener::bind(args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
         tracing::info!(addr = %listener.local_addr()?, "hello-world server ready");
-        run(listener, crate::serve::shutdown_signal()).await?;
+        let body = args.body_bytes.map_or(Bytes::from_static(BODY.as_bytes()), |n| padded_body(n as usize));
+        run(listener, body, crate::serve::shutdown_signal()).await?;
         Ok(())
     })
 }
 
 pub fn router() -> Router {
-    Router::new().fallback(hello)
+    router_with_body(Bytes::from_static(BODY.as_bytes()))
 }
 
-/// Serves until `shutdown` resolves.
-pub async fn run(listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+/// Every request gets `body`.
+pub fn router_with_body(body: Bytes) -> Router {
+    // Reads the request body (as Pith does for a post) and answers the fixed body.
+    Router::new().fallback(move |_req: Bytes| {
+        let body = body.clone();
+        async move { ([(header::CONTENT_TYPE, "application/json")], body) }
+    })
+}
+
+/// `{"hello":"world","pad":"xxx..."}`, `n` bytes long.
+fn padded_body(n: usize) -> Bytes {
+    let mut s = String::from(r#"{"hello":"world","pad":""#);
+    let pad = n.saturating_sub(s.len() + 2);
+    s.extend(std::iter::repeat_n('x', pad));
+    s.push_str("\"}");
+    Bytes::from(s)
+}
+
+/// Answers every request with `body` until `shutdown` resolves.
+pub async fn run(
+    listener: TcpListener,
+    body: Bytes,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    axum::serve(listener, router()).with_graceful_shutdown(shutdown).await
-}
-
-/// Reads the request body (as Pith does for a post) and answers the fixed body.
-async fn hello(_body: Bytes) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/json")], BODY)
+    axum::serve(listener, router_with_body(body)).with_graceful_shutdown(shutdown).await
 }
 
 #[cfg(test)]
@@ -79,6 +102,16 @@ mod tests {
             assert_eq!(resp.headers()[header::CONTENT_TYPE], "application/json");
             let body = resp.into_body().collect().await.expect("a body").to_bytes();
             assert_eq!(body, BODY.as_bytes());
+        }
+    }
+
+    #[test]
+    fn a_padded_body_is_json_of_the_asked_size() {
+        for n in [17, 40, 9_300] {
+            let body = padded_body(n);
+            assert_eq!(body.len(), n.max(26), "{n}");
+            let json: serde_json::Value = serde_json::from_slice(&body).expect("json");
+            assert_eq!(json["hello"], "world");
         }
     }
 }

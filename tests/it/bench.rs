@@ -108,6 +108,24 @@ async fn bench_http_rejects_a_bad_mix_with_a_readable_message() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a mix like 99:1"));
 }
 
+#[tokio::test]
+async fn bench_hello_answers_the_body_size_asked_for_and_refuses_a_size_it_cannot_make() {
+    let port = free_port();
+    let args = ["bench", "hello", "--listen", &format!("127.0.0.1:{port}"), "--body-bytes", "9300"];
+    let mut hello = Guard(pith().args(args).spawn().expect("spawn"));
+    wait_listening(&mut hello, port).await;
+    let reply = fetch(client().get(format!("http://127.0.0.1:{port}/api/v1/topics/3"))).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.bytes.len(), 9300);
+    assert_eq!(reply.json()["hello"], "world");
+
+    let args: Vec<&OsStr> = ["bench", "hello", "--body-bytes", "5"].iter().map(OsStr::new).collect();
+    let out = run_pith(&args).await;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--body-bytes") && stderr.contains("17"), "{stderr}");
+}
+
 /// Builds bench/c/cserver.c with gcc (test.sh installs gcc, libsqlite3-dev and libssl-dev).
 fn build_c_server(dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/c/cserver.c");

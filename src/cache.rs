@@ -98,7 +98,7 @@ impl Rendered {
     /// Makes sure the gzip variant of a large body exists before `respond`
     /// runs on an async worker: a big topic takes milliseconds to compress.
     pub async fn gzip_ready(self: &Arc<Self>, headers: &HeaderMap) {
-        if self.gzip.get().is_none() && self.body.len() >= GZIP_INLINE_MAX && accepts_gzip(headers) {
+        if self.gzip_pending(headers) {
             let r = self.clone();
             // If the blocking pool fails, `respond` compresses inline instead.
             let _ = tokio::task::spawn_blocking(move || {
@@ -106,6 +106,12 @@ impl Rendered {
             })
             .await;
         }
+    }
+
+    /// True when answering a request with these headers would first have
+    /// to compress a large body (see `gzip_ready`).
+    pub fn gzip_pending(&self, headers: &HeaderMap) -> bool {
+        self.gzip.get().is_none() && self.body.len() >= GZIP_INLINE_MAX && accepts_gzip(headers)
     }
 
     /// What the entry is charged against the budget. The gzip variant is
@@ -138,17 +144,53 @@ pub enum Variant {
     Post(i64),
 }
 
+impl Variant {
+    /// The API's rendering in `sort` order, with `body_html` when `html`.
+    pub fn json(sort: PostSort, html: bool) -> Variant {
+        if html { Variant::JsonHtml(sort) } else { Variant::Json(sort) }
+    }
+
+    /// `json`'s arguments back, for an API rendering; `None` for a page or
+    /// a post fragment.
+    pub fn json_params(self) -> Option<(PostSort, bool)> {
+        match self {
+            Variant::Json(sort) => Some((sort, false)),
+            Variant::JsonHtml(sort) => Some((sort, true)),
+            Variant::Page(_) | Variant::Post(_) => None,
+        }
+    }
+}
+
 /// A cache key: one topic and one of its renderings.
 pub type Key = (i64, Variant);
 
 /// A render in progress that later requests for the same key wait on.
 type Flight = Arc<tokio::sync::OnceCell<Arc<Rendered>>>;
 
-/// Every cached rendering of one topic.
+/// Every cached rendering of one topic: a few (plus the post fragments
+/// asked for since the topic's last write, which evicted them all), so a
+/// list, scanned on a hit: one pointer to follow where a map took more.
 #[derive(Default)]
 struct Slot {
-    variants: HashMap<Variant, Arc<Rendered>>,
+    variants: Vec<(Variant, Arc<Rendered>)>,
     weight: usize,
+}
+
+impl Slot {
+    fn get(&self, variant: Variant) -> Option<&Arc<Rendered>> {
+        self.variants.iter().find(|(v, _)| *v == variant).map(|(_, r)| r)
+    }
+
+    /// Stores `value`, returning the rendering it replaces.
+    fn insert(&mut self, variant: Variant, value: Arc<Rendered>) -> Option<Arc<Rendered>> {
+        match self.variants.iter_mut().find(|(v, _)| *v == variant) {
+            Some((_, old)) => Some(std::mem::replace(old, value)),
+            None => {
+                self.variants.push((variant, value));
+                None
+            }
+        }
+    }
 }
 
 struct Inner {
@@ -158,6 +200,18 @@ struct Inner {
     generations: HashMap<i64, u64>,
     in_flight: HashMap<Key, Flight>,
     bytes: usize,
+}
+
+impl Inner {
+    /// The rendering of `key`, if cached. A hit moves its topic to the
+    /// front of the LRU list only when the cache is more than half full:
+    /// below that nothing is evicted soon, and moving an entry writes to
+    /// it and to both its neighbours, scattered in memory, on every read
+    /// (measured: most of the lookup's cost, on the hot path).
+    fn lookup(&mut self, key: Key, budget: usize) -> Option<Arc<Rendered>> {
+        let slot = if self.bytes > budget / 2 { self.entries.get(&key.0) } else { self.entries.peek(&key.0) };
+        slot.and_then(|slot| slot.get(key.1)).cloned()
+    }
 }
 
 pub struct TopicCache {
@@ -205,7 +259,7 @@ impl TopicCache {
     }
 
     pub fn get(&self, key: Key) -> Option<Arc<Rendered>> {
-        self.lock().entries.get(&key.0).and_then(|slot| slot.variants.get(&key.1)).cloned()
+        self.lock().lookup(key, self.budget)
     }
 
     /// The cached render of `key`, or the result of `render` (run once for
@@ -217,9 +271,9 @@ impl TopicCache {
     {
         let flight = {
             let mut inner = self.lock();
-            if let Some(hit) = inner.entries.get(&key.0).and_then(|slot| slot.variants.get(&key.1)) {
+            if let Some(hit) = inner.lookup(key, self.budget) {
                 self.hits.inc();
-                return Ok(hit.clone());
+                return Ok(hit);
             }
             self.misses.inc();
             inner.in_flight.entry(key).or_default().clone()
@@ -257,7 +311,7 @@ impl TopicCache {
             return;
         }
         let slot = inner.entries.get_or_insert_mut(key.0, Slot::default);
-        let old = slot.variants.insert(key.1, value).map_or(0, |old| old.weight());
+        let old = slot.insert(key.1, value).map_or(0, |old| old.weight());
         slot.weight = slot.weight + weight - old;
         inner.bytes = inner.bytes + weight - old;
         while inner.bytes > self.budget {
@@ -271,21 +325,26 @@ impl TopicCache {
     /// Evicts every rendering of `topic` (JSON, pages, posts) and forgets
     /// the renders of it in flight; call after a write to it commits.
     /// Other nodes on the cluster bus evict it too.
-    pub fn invalidate(&self, topic: i64) {
-        self.invalidate_local(topic);
+    /// Returns the renderings that were cached, for a caller that renders
+    /// them again at once (`http::topics::evict`).
+    pub fn invalidate(&self, topic: i64) -> Vec<Variant> {
+        let evicted = self.invalidate_local(topic);
         if let Some(bus) = self.bus.get() {
             bus.invalidate(topic);
         }
+        evicted
     }
 
     /// `invalidate` on this node only: for another node's write.
-    pub fn invalidate_local(&self, topic: i64) {
+    pub fn invalidate_local(&self, topic: i64) -> Vec<Variant> {
         let mut inner = self.lock();
         *inner.generations.entry(topic).or_insert(0) += 1;
         // Only concurrent misses are in flight: a short map to scan.
         inner.in_flight.retain(|key, _| key.0 != topic);
+        let mut evicted = Vec::new();
         if let Some(old) = inner.entries.pop(&topic) {
             inner.bytes -= old.weight;
+            evicted = old.variants.into_iter().map(|(v, _)| v).collect();
         }
         // Generations only matter while a render may be in flight; keep
         // the map from growing with every topic ever written.
@@ -295,6 +354,7 @@ impl TopicCache {
             inner.entries.clear();
             inner.bytes = 0;
         }
+        evicted
     }
 
     /// Drops every entry, and every render in flight may not be stored:
@@ -464,6 +524,20 @@ mod tests {
         }
         assert!(cache.bytes() <= 64 * 1024);
         assert!(cache.get((999, Variant::Json(PostSort::Best))).is_some(), "the newest entry survives");
+    }
+
+    #[test]
+    fn a_hit_saves_its_topic_from_eviction_once_the_cache_fills_up() {
+        let cache = TopicCache::new(64 * 1024);
+        let key = |id| (id, Variant::Json(PostSort::Best));
+        for id in 0..1000 {
+            cache.insert(key(id), cache.ticket(id), render(&"y".repeat(1000)));
+        }
+        let oldest = 1000 - cache.topics() as i64;
+        assert!(cache.get(key(oldest)).is_some(), "the least recently used survivor, now used");
+        cache.insert(key(1000), cache.ticket(1000), render(&"y".repeat(1000)));
+        assert!(cache.get(key(oldest + 1)).is_none(), "the next least recently used went instead");
+        assert!(cache.get(key(oldest)).is_some());
     }
 
     #[tokio::test]

@@ -6,6 +6,7 @@ mod admin;
 mod communities;
 mod deadline;
 pub mod extract;
+pub mod hot;
 pub mod limits;
 pub mod live;
 pub mod moderation;
@@ -230,7 +231,8 @@ pub async fn run_with_limits<S: Store>(
         shutdown.await;
         live.shutdown();
     };
-    server::serve(listener, app, limits, shutdown).await;
+    let hot = std::sync::Arc::new(hot::Hot::new(state.clone()));
+    server::serve(listener, app, Some(hot), limits, shutdown).await;
     state.store.shutdown().await;
     Ok(())
 }

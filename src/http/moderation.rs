@@ -66,7 +66,7 @@ pub async fn act<S: Store>(
     commit(state, move |st| async move {
         let done = st.store.moderate(&auth.user, action, reason).await?;
         if done.changed {
-            st.cache.invalidate(done.topic_id);
+            super::topics::evict(&st, done.topic_id);
             match (action, &done.post) {
                 (ModAction::RemovePost(id), _) => st.live.post_removed(done.topic_id, id),
                 // The live protocol has no "restored": the post comes back

@@ -48,7 +48,7 @@ pub async fn create_post<S: Store>(state: &AppState<S>, user: User, ip: ClientIp
     let topic_id = new.topic_id;
     commit(state, move |st| async move {
         let post = st.store.create_post(&user, new).await?;
-        st.cache.invalidate(topic_id);
+        super::topics::evict(&st, topic_id);
         st.live.post_created(&post);
         Ok(post)
     })
@@ -75,7 +75,7 @@ async fn api_edit_post<S: Store>(
 pub async fn edit_post<S: Store>(state: &AppState<S>, user: User, id: i64, body: Body) -> AppResult<Post> {
     commit(state, move |st| async move {
         let post = st.store.edit_post(&user, id, body).await?;
-        st.cache.invalidate(post.topic_id);
+        super::topics::evict(&st, post.topic_id);
         st.live.post_edited(&post);
         Ok(post)
     })
@@ -96,7 +96,7 @@ async fn api_delete_post<S: Store>(
 pub async fn delete_post<S: Store>(state: &AppState<S>, user: User, id: i64) -> AppResult<i64> {
     commit(state, move |st| async move {
         let topic_id = st.store.delete_post(&user, id).await?;
-        st.cache.invalidate(topic_id);
+        super::topics::evict(&st, topic_id);
         st.live.post_removed(topic_id, id);
         Ok(topic_id)
     })

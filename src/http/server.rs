@@ -7,20 +7,26 @@
 //! (`ConnLimits::tls`) the handshake runs in the connection's task, under
 //! the header timeout, after the connection has taken its place.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::ConnectInfo;
+use axum::extract::{ConnectInfo, Request};
+use axum::response::Response;
+use axum::routing::future::RouteFuture;
+use futures_util::future::{Either, Ready, ready};
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+
+use super::hot::Answer;
 
 /// Limits applied to every HTTP connection.
 #[derive(Debug, Clone)]
@@ -57,7 +63,13 @@ connection: close\r\ncontent-length: 84\r\n\r\n\
 
 /// Serves `app` on `listener` until `shutdown` resolves, then waits (up to
 /// `drain_timeout`) for in-flight requests to finish.
-pub async fn serve(listener: TcpListener, app: Router, limits: ConnLimits, shutdown: impl Future<Output = ()>) {
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    hot: Option<Arc<dyn Answer>>,
+    limits: ConnLimits,
+    shutdown: impl Future<Output = ()>,
+) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
     let mut builder = Builder::new(TokioExecutor::new());
@@ -87,13 +99,9 @@ pub async fn serve(listener: TcpListener, app: Router, limits: ConnLimits, shutd
             tokio::spawn(refuse(tcp));
             continue;
         };
-        let svc =
-            tower::util::MapRequest::new(app.clone(), move |mut req: axum::http::Request<hyper::body::Incoming>| {
-                req.extensions_mut().insert(ConnectInfo(peer));
-                req
-            });
+        let svc = Front { app: app.clone(), hot: hot.clone(), peer };
         let Some(tls) = limits.tls.clone() else {
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), TowerToHyperService::new(svc));
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), svc);
             let conn = graceful.watch(conn.into_owned());
             tokio::spawn(async move {
                 if let Err(e) = conn.await {
@@ -112,7 +120,7 @@ pub async fn serve(listener: TcpListener, app: Router, limits: ConnLimits, shutd
                 Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                 Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
             };
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(svc));
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
             if let Err(e) = watcher.watch(conn.into_owned()).await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
@@ -122,6 +130,33 @@ pub async fn serve(listener: TcpListener, app: Router, limits: ConnLimits, shutd
     drop(listener);
     if tokio::time::timeout(limits.drain_timeout, graceful.shutdown()).await.is_err() {
         tracing::warn!("in-flight requests did not finish within {:?}", limits.drain_timeout);
+    }
+}
+
+/// A connection's service: the hot path when it answers, else the router
+/// (with the peer address for `ConnectInfo`).
+#[derive(Clone)]
+struct Front {
+    app: Router,
+    hot: Option<Arc<dyn Answer>>,
+    peer: SocketAddr,
+}
+
+impl hyper::service::Service<Request<Incoming>> for Front {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<Ready<Result<Response, Infallible>>, RouteFuture<Infallible>>;
+
+    fn call(&self, mut req: Request<Incoming>) -> Self::Future {
+        if let Some(hot) = &self.hot {
+            let no_body = hyper::body::Body::is_end_stream(req.body());
+            if let Some(res) = hot.answer(req.method(), req.uri(), req.headers(), no_body) {
+                return Either::Left(ready(Ok(res)));
+            }
+        }
+        req.extensions_mut().insert(ConnectInfo(self.peer));
+        // A `Router` is always ready (its `poll_ready` returns at once).
+        Either::Right(tower::Service::call(&mut self.app.clone(), req))
     }
 }
 

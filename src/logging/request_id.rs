@@ -16,11 +16,11 @@ const MAX_LEN: usize = 64;
 /// Runs the request inside a `request` span with its id, and logs its end at
 /// debug level (route, status, time).
 pub async fn layer(req: Request, next: Next) -> Response {
-    let id = req.headers().get(&HEADER).filter(|v| is_sane(v.as_bytes())).cloned().unwrap_or_else(fresh);
+    let id = of(req.headers());
     let span = tracing::info_span!("request", request_id = %id.to_str().unwrap_or(""));
     let started = std::time::Instant::now();
     // Copied only when the line will be written: this runs on every request.
-    let what = tracing::enabled!(tracing::Level::DEBUG).then(|| (req.method().clone(), req.uri().path().to_owned()));
+    let what = logs_requests().then(|| (req.method().clone(), req.uri().path().to_owned()));
     async move {
         let mut res = next.run(req).await;
         if let Some((method, path)) = what {
@@ -32,6 +32,17 @@ pub async fn layer(req: Request, next: Next) -> Response {
     }
     .instrument(span)
     .await
+}
+
+/// Whether each request's end is logged (debug level for this module).
+pub fn logs_requests() -> bool {
+    tracing::enabled!(tracing::Level::DEBUG)
+}
+
+/// The id of a request with these headers: the client's when sane, else a
+/// fresh one.
+pub fn of(headers: &axum::http::HeaderMap) -> HeaderValue {
+    headers.get(&HEADER).filter(|v| is_sane(v.as_bytes())).cloned().unwrap_or_else(fresh)
 }
 
 /// 1-64 characters of letters, digits and `-_.:@` (UUIDs, ULIDs, the hex

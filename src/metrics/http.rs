@@ -24,13 +24,21 @@ use prometheus_client::metrics::histogram::Histogram;
 pub const UNMATCHED: &str = "unmatched";
 
 /// A route template as a label value, without copying it: `MatchedPath`
-/// shares the router's string.
+/// shares the router's string; the hot path (`http::hot`), which answers
+/// before the router, names its route with a constant. Labels compare by
+/// the string, so both land in the same series.
 #[derive(Clone, Debug)]
-pub struct Route(Option<MatchedPath>);
+pub enum Route {
+    Matched(MatchedPath),
+    Fixed(&'static str),
+}
 
 impl Route {
     pub fn as_str(&self) -> &str {
-        self.0.as_ref().map_or(UNMATCHED, |m| m.as_str())
+        match self {
+            Route::Matched(m) => m.as_str(),
+            Route::Fixed(s) => s,
+        }
     }
 }
 
@@ -85,6 +93,31 @@ impl HttpMetrics {
         self.requests.get_or_create(labels).inc();
         self.duration.get_or_create(labels).observe(seconds);
     }
+
+    /// The counter and histogram of one fixed series, looked up once, for
+    /// a caller that records into it on every request (the hot path).
+    pub fn series(&self, route: &'static str, method: &'static str, status: &'static str) -> Series {
+        let labels = RequestLabels { route: Route::Fixed(route), method, status };
+        Series {
+            requests: self.requests.get_or_create(&labels).clone(),
+            duration: self.duration.get_or_create(&labels).clone(),
+        }
+    }
+}
+
+/// One series' metrics, shared with the family (counters and histograms
+/// are handles to the same values).
+#[derive(Clone)]
+pub struct Series {
+    requests: Counter,
+    duration: Histogram,
+}
+
+impl Series {
+    pub fn record(&self, started: Instant) {
+        self.requests.inc();
+        self.duration.observe(started.elapsed().as_secs_f64());
+    }
 }
 
 impl Default for HttpMetrics {
@@ -98,7 +131,7 @@ pub async fn track(metrics: HttpMetrics, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = method_label(req.method());
     let res = next.run(req).await;
-    let route = Route(res.extensions().get::<MatchedPath>().cloned());
+    let route = res.extensions().get::<MatchedPath>().cloned().map_or(Route::Fixed(UNMATCHED), Route::Matched);
     let labels = RequestLabels { route, method, status: status_class(res.status().as_u16()) };
     metrics.record(&labels, started.elapsed().as_secs_f64());
     res

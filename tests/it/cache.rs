@@ -202,3 +202,39 @@ async fn a_write_to_one_topic_leaves_another_topics_etag_alone() {
     assert_eq!(after.status, 304);
     app.stop().await;
 }
+
+/// A write re-renders the API renderings that were cached, before anyone
+/// asks; a topic nobody read is left alone.
+#[tokio::test]
+async fn a_post_renders_a_cached_topic_again_without_a_reader() {
+    use pith::cache::Variant;
+    use pith::store::PostSort;
+    let (app, topic, alice) = app_with_a_long_topic().await;
+    let unread = app.topic("raspi", &alice, "Nobody reads this").await;
+    assert_eq!(get_topic(&app, topic, &[]).await.status, 200);
+    assert_eq!(fetch(app.req(Method::GET, &format!("/api/v1/topics/{topic}?sort=new&html=true"))).await.status, 200);
+    let (best, new_html) = ((topic, Variant::Json(PostSort::Best)), (topic, Variant::JsonHtml(PostSort::New)));
+    let before = app.state.cache.get(best).expect("cached by the read");
+
+    let post = app.reply(topic, &alice, None, "rendered before anyone asks").await;
+    app.reply(unread, &alice, None, "and this one is not").await;
+    let mut waited = 0;
+    let fresh = loop {
+        match (app.state.cache.get(best), app.state.cache.get(new_html)) {
+            (Some(a), Some(b)) if !std::sync::Arc::ptr_eq(&a, &before) => break (a, b),
+            _ if waited >= 500 => panic!("not rendered again within 5 s"),
+            _ => {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                waited += 1;
+            }
+        }
+    };
+    for rendered in [&fresh.0, &fresh.1] {
+        let json: serde_json::Value = serde_json::from_slice(&rendered.body).expect("json");
+        assert!(json["posts"].as_array().expect("posts").iter().any(|p| p["id"] == post), "{json}");
+    }
+    assert!(app.state.cache.get((unread, Variant::Json(PostSort::Best))).is_none(), "never read: not rendered");
+    let served = get_topic(&app, topic, &[]).await;
+    assert_eq!(served.bytes, fresh.0.body.to_vec(), "the next reader gets the new rendering");
+    app.stop().await;
+}

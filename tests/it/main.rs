@@ -44,6 +44,7 @@ mod faults;
 mod fuzz_regressions;
 #[allow(dead_code)] // each test module uses a different subset
 mod helpers;
+mod hot;
 mod hygiene;
 mod limits;
 mod listings;

@@ -54,8 +54,13 @@ pub fn open(path: &Path, role: Role) -> Result<Connection, StoreError> {
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true).map_err(fail)?;
     match role {
         // Checkpoints belong to the checkpointer thread, never to a commit.
+        // A 2 MB page cache, as the readers': posts land in topics drawn
+        // uniformly, so a 16 MB cache filled up (18 MB of SQLite's heap
+        // under the realistic benchmark) without making a post cheaper;
+        // the kernel's page cache serves the pages it no longer keeps
+        // (docs/PERFORMANCE.md, "Memory").
         Role::Writer => conn.execute_batch(
-            "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = -16000;",
+            "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = -2000;",
         ),
         // Readers run only on cache misses, so their pages are cold: a
         // small page cache each, and no mmap (mapped database pages count

@@ -187,12 +187,10 @@ async fn render<S: Store>(
         let visible = redact(&mut topic, &mut posts, viewer);
         let body = if visible {
             let posts = posts.iter().map(|p| ListedPost::of(p, html)).collect();
-            let mut body = serde_json::to_vec(&TopicResponse { topic: &topic, posts })
-                .map_err(|e| AppError::Internal(e.to_string()))?;
-            // The cache keeps these bytes for as long as the topic is
-            // unchanged: do not keep the growth slack of the Vec with them.
-            body.shrink_to_fit();
-            body
+            // The cache copies these bytes into an allocation of their
+            // size class, without the growth slack of this Vec.
+            serde_json::to_vec(&TopicResponse { topic: &topic, posts })
+                .map_err(|e| AppError::Internal(e.to_string()))?
         } else if viewer == Viewer::Public {
             Vec::new()
         } else {

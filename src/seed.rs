@@ -195,7 +195,10 @@ pub fn seed(path: &Path, shape: &Shape, seed: u64) -> anyhow::Result<SeedStats> 
     if existing > 0 {
         anyhow::bail!("{} already holds data; seed into a fresh --data-dir", path.display());
     }
-    conn.execute_batch("PRAGMA synchronous = OFF")?;
+    // One transaction of the whole data set: with the server writer's small
+    // page cache it spills to the WAL and writes pages again; a bulk load
+    // that exits when done can hold more.
+    conn.execute_batch("PRAGMA synchronous = OFF; PRAGMA cache_size = -16000")?;
     let tx = conn.transaction()?;
     // Rendering Markdown costs more than inserting: this thread generates
     // and inserts while `renderers` threads render the chunk before.

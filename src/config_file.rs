@@ -43,6 +43,25 @@ struct File {
 
 /// Parses the process's arguments with the config file as defaults. Clap's
 /// own errors (and `--help`) exit as usual; a bad file is an error.
+/// Removes every `PITH_*` variable that is set but empty, and returns their
+/// names: an empty value means "not set" (as `VAR= pith serve` or a blank
+/// line in an env file intend), so its default applies rather than an
+/// "invalid value ''" that would stop start-up. Call it first thing in
+/// `main`, before any thread exists.
+pub fn ignore_empty_env() -> Vec<String> {
+    let empty: Vec<String> = std::env::vars_os()
+        .filter(|(_, value)| value.is_empty())
+        .filter_map(|(key, _)| key.into_string().ok())
+        .filter(|key| key.starts_with("PITH_"))
+        .collect();
+    for key in &empty {
+        // SAFETY: called at the start of `main`, while the process has one
+        // thread, so nothing reads the environment concurrently.
+        unsafe { std::env::remove_var(key) };
+    }
+    empty
+}
+
 pub fn parse() -> anyhow::Result<Cli> {
     parse_from(std::env::args_os().collect())
 }

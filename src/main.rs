@@ -4,6 +4,7 @@
 use pith::config::{Command, UserCommand};
 
 fn main() -> std::process::ExitCode {
+    let ignored = pith::config_file::ignore_empty_env();
     // Flags, environment and the config file (see `config_file`).
     let cli = match pith::config_file::parse() {
         Ok(cli) => cli,
@@ -13,6 +14,12 @@ fn main() -> std::process::ExitCode {
         }
     };
     pith::logging::init(&cli.log);
+    if !ignored.is_empty() {
+        tracing::warn!(
+            variables = ignored.join(" "),
+            "empty settings in the environment ignored: their defaults apply"
+        );
+    }
     if matches!(cli.command, Command::Serve(_)) {
         pith::logging::log_settings(&cli.log);
     }

@@ -35,6 +35,25 @@ async fn flag_beats_env_beats_file_beats_default_in_pith_config() {
 }
 
 #[tokio::test]
+async fn an_empty_setting_in_the_environment_is_ignored_with_a_warning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = tokio::process::Command::from(pith());
+    cmd.args(["config", "--json", "--data-dir"])
+        .arg(dir.path())
+        .env("PITH_LISTEN", "")
+        .env("PITH_READERS", "")
+        .env("PITH_MAX_BATCH", "9");
+    let out = cmd.output().await.expect("run");
+    let json = config_json(&out);
+    assert_eq!(json["listen"]["source"], "default", "{json}");
+    assert_eq!(json["readers"]["source"], "default");
+    assert_eq!(json["max-batch"], serde_json::json!({"value": "9", "source": "env", "from": "PITH_MAX_BATCH"}));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("PITH_LISTEN") && stderr.contains("PITH_READERS"), "named in a warning: {stderr}");
+    assert!(!stderr.contains("PITH_MAX_BATCH"), "{stderr}");
+}
+
+#[tokio::test]
 async fn a_running_server_takes_the_file_and_lets_the_environment_override_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();

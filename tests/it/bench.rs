@@ -7,7 +7,7 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use crate::child::{Server, pith, run_pith, user_add};
+use crate::child::{Server, free_port, pith, run_pith, user_add};
 use crate::helpers::{client, fetch};
 
 #[tokio::test]
@@ -40,10 +40,6 @@ impl Drop for Guard {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
 /// Waits until something listens on `port`, failing if `child` exits first.

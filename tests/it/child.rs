@@ -45,8 +45,20 @@ pub async fn user_add(data: &Path, name: &str, admin: bool) -> String {
 }
 
 /// A free port: bind port 0, note the port, let it go.
+/// A port nothing listens on now and that no earlier call returned: the
+/// kernel may hand the same free port to two binds in a row, and two
+/// servers (or a server and its metrics listener) told the same port make
+/// one of them fail to start.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// A running `pith serve`. Dropping it kills the process and waits for it,

@@ -56,7 +56,7 @@ async fn an_empty_setting_in_the_environment_is_ignored_with_a_warning() {
 #[tokio::test]
 async fn a_running_server_takes_the_file_and_lets_the_environment_override_it() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let port = crate::child::free_port();
     let file = dir.path().join("site.toml");
     std::fs::write(&file, format!("listen = \"127.0.0.1:{port}\"\nsecure-cookies = true\n")).expect("write");
     let log = dir.path().join("serve.log");

@@ -275,7 +275,7 @@ struct Node {
 
 impl Node {
     async fn start(url: &str) -> Node {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let port = crate::child::free_port();
         let mut cmd = tokio::process::Command::from(crate::child::pith());
         cmd.args(["serve", "--rate-limits", "false", "--listen", &format!("127.0.0.1:{port}"), "--database", url])
             .stdin(std::process::Stdio::null())

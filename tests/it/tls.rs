@@ -61,7 +61,7 @@ impl TlsServer {
     }
 
     pub async fn start_with(dir: &Path, trusted: &[&Cert], extra: &[&str]) -> TlsServer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let port = crate::child::free_port();
         let log = dir.join("serve.log");
         let child = pith()
             .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])

@@ -2,7 +2,8 @@
 //! write` finds every acknowledged insert afterwards; `pith bench http`
 //! reports sane numbers against `pith bench hello` and `pith bench plot`
 //! draws them as SVG; the C design of bench/c builds, serves pith's JSON
-//! from a seeded pith.db and stores posts the way pith does.
+//! from a seeded pith.db and stores posts the way pith does; bench/ab.sh
+//! runs builds on fresh copies of one data set and tabulates them.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -94,6 +95,42 @@ async fn bench_http_reports_a_tiny_mixed_load_and_plot_draws_it_as_svg() {
     let rects = doc.descendants().filter(|n| n.has_tag_name("rect")).count();
     assert!(rects >= 4, "a background, a req/s bar and two latency bars: {text}");
     assert!(doc.descendants().any(|n| n.text().is_some_and(|t| t.starts_with("hello · 4 conns"))), "{text}");
+}
+
+#[tokio::test]
+async fn bench_ab_runs_each_build_on_a_fresh_copy_and_tabulates_rate_cpu_and_memory() {
+    let port = free_port();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/ab.sh");
+    let out = tokio::process::Command::new("bash")
+        .arg(&script)
+        .arg(format!("one={}", env!("CARGO_BIN_EXE_pith")))
+        .arg(format!("two={}", env!("CARGO_BIN_EXE_pith")))
+        .envs([("DURATION", "1"), ("WARMUP", "1"), ("REPEAT", "1"), ("CONNECTIONS", "8"), ("SCALE", "0.02")])
+        .env("PORT", port.to_string())
+        .env_remove("PITH_DATABASE")
+        .kill_on_drop(true)
+        .output();
+    let out =
+        tokio::time::timeout(std::time::Duration::from_secs(120), out).await.expect("done in 2 min").expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| l.starts_with("| one |") || l.starts_with("| two |"))
+        .map(|l| l.split('|').map(str::trim).collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "a row per build: {stdout}");
+    for row in rows {
+        let number = |i: usize| row[i].trim_end_matches(" MB").replace(',', "").parse::<f64>().expect(row[i]);
+        assert!(number(3) > 0.0 && number(4) > 0.0, "a rate and CPU per request: {row:?}");
+        assert!(number(6) > 0.0, "posts were made: {row:?}");
+        assert!(number(7) > 0.0 && number(8) > 0.0, "peak RSS and anonymous memory: {row:?}");
+        assert_eq!(row[10], "0", "no errors: {row:?}");
+        assert!(row[11].contains("pith-writer=") && row[11].contains("tokio-rt-worker="), "threads by name: {row:?}");
+    }
+    let usage = tokio::process::Command::new("bash").arg(&script).arg("not-a-pair").output().await.expect("run");
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&usage.stderr).contains("expected LABEL=BINARY"));
 }
 
 #[tokio::test]

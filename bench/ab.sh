@@ -64,10 +64,7 @@ for arg in "$@"; do
     LABELS+=("${arg%%=*}") BINS+=("${arg#*=}")
 done
 
-log "seeding $DATASET (seed 1, scale $SCALE)"
-"${BINS[0]}" seed --data-dir "$WORK/pristine" --dataset "$DATASET" --seed 1 --scale "$SCALE" 2>"$OUT/seed.log"
-TOPICS=$(sed -n 's/.* \([0-9][0-9]*\) topics,.*/\1/p' "$OUT/seed.log" | tail -n1)
-[[ -n $TOPICS ]] || { log "cannot read the topic count from $OUT/seed.log"; exit 1; }
+seed_sqlite "${BINS[0]}" "$WORK/pristine"
 TOKEN=$("${BINS[0]}" user add bench --data-dir "$WORK/pristine" 2>"$OUT/user.log" | tail -n1)
 
 # CPU seconds per thread name of process $1, as "name=seconds ...".

@@ -29,3 +29,17 @@ wait_for_port() { # pid port name [tries] [show_log]
     log "$3 did not listen on port $2 within $((tries / 10)) s"
     exit 1
 }
+
+# The topic count `pith seed` logged in `log_file` (its summary line).
+topics_seeded() { # log_file
+    sed -n 's/.* \([0-9][0-9]*\) topics,.*/\1/p' "$1" | tail -n1
+}
+
+# Seeds $DATASET (seed 1, scale ${SCALE:-1}) into the SQLite data dir `dir`
+# with `binary`, and sets TOPICS to its topic count.
+seed_sqlite() { # binary dir
+    log "seeding $DATASET (seed 1, scale ${SCALE:-1}) into $2"
+    "$1" seed --data-dir "$2" --dataset "$DATASET" --seed 1 --scale "${SCALE:-1}" 2>"$OUT/seed.log"
+    TOPICS=$(topics_seeded "$OUT/seed.log")
+    [[ -n $TOPICS ]] || { log "cannot read the topic count from $OUT/seed.log"; exit 1; }
+}

@@ -86,8 +86,8 @@ declare -A PORT_OF PID_OF TOKEN_OF
 TOKEN_OF[pg]=$(seed postgres --database "$PG_URL")
 TOKEN_OF[sqlite]=$(seed sqlite --data-dir "$WORK/data")
 TOKEN_OF[hello]=${TOKEN_OF[pg]} TOKEN_OF[pg2]=${TOKEN_OF[pg]}
-TOPICS=$(sed -n 's/.* \([0-9][0-9]*\) topics,.*/\1/p' "$OUT/seed-sqlite.log" | tail -n1)
-PG_TOPICS=$(sed -n 's/.* \([0-9][0-9]*\) topics,.*/\1/p' "$OUT/seed-postgres.log" | tail -n1)
+TOPICS=$(topics_seeded "$OUT/seed-sqlite.log")
+PG_TOPICS=$(topics_seeded "$OUT/seed-postgres.log")
 [[ -n $TOPICS && $TOPICS == "$PG_TOPICS" ]] || { log "topic counts differ or are missing: sqlite '$TOPICS', postgres '$PG_TOPICS'"; exit 1; }
 
 start() { # label port command...

@@ -104,15 +104,9 @@ else
 fi
 
 SCALE=${SCALE:-1}
-seed() { # binary dir
-    log "seeding $DATASET (seed 1, scale $SCALE) into $2"
-    "$1" seed --data-dir "$2" --dataset "$DATASET" --seed 1 --scale "$SCALE" 2>"$OUT/seed.log"
-    TOPICS=$(sed -n 's/.* \([0-9][0-9]*\) topics,.*/\1/p' "$OUT/seed.log" | tail -n1)
-    [[ -n $TOPICS ]] || { log "cannot read the topic count from $OUT/seed.log"; exit 1; }
-}
 
 declare -A PORT_OF PID_OF TOKEN_OF
-seed "$BIN" "$WORK/data"
+seed_sqlite "$BIN" "$WORK/data"
 TOKEN=$("$BIN" user add bench --data-dir "$WORK/data" 2>"$OUT/user.log" | tail -n1)
 TOKEN_OF[pith]=$TOKEN TOKEN_OF[c]=$TOKEN TOKEN_OF[hello]=$TOKEN TOKEN_OF[hello-body]=$TOKEN
 
@@ -141,7 +135,7 @@ fi
 if [[ -n $EXTRA_PITH ]]; then
     EXTRA_LABEL=${EXTRA_PITH%%=*}
     EXTRA_BIN=${EXTRA_PITH#*=}
-    seed "$EXTRA_BIN" "$WORK/data-extra"
+    seed_sqlite "$EXTRA_BIN" "$WORK/data-extra"
     TOKEN_OF[$EXTRA_LABEL]=$("$EXTRA_BIN" user add bench --data-dir "$WORK/data-extra" 2>>"$OUT/user.log" | tail -n1)
     start "$EXTRA_LABEL" "$EXTRA_PORT" "$EXTRA_BIN" serve --listen "127.0.0.1:$EXTRA_PORT" --data-dir "$WORK/data-extra"
     SERVERS=${SERVERS/pith/pith $EXTRA_LABEL}

@@ -41,8 +41,6 @@ struct File {
     values: Vec<(String, String)>,
 }
 
-/// Parses the process's arguments with the config file as defaults. Clap's
-/// own errors (and `--help`) exit as usual; a bad file is an error.
 /// Removes every `PITH_*` variable that is set but empty, and returns their
 /// names: an empty value means "not set" (as `VAR= pith serve` or a blank
 /// line in an env file intend), so its default applies rather than an
@@ -62,6 +60,8 @@ pub fn ignore_empty_env() -> Vec<String> {
     empty
 }
 
+/// Parses the process's arguments with the config file as defaults. Clap's
+/// own errors (and `--help`) exit as usual; a bad file is an error.
 pub fn parse() -> anyhow::Result<Cli> {
     parse_from(std::env::args_os().collect())
 }

@@ -119,12 +119,7 @@ async fn get_topic<S: Store>(
 ) -> AppResult<Response> {
     let sort = parse_post_sort(q.sort.as_deref())?;
     let html = parse_html(q.html.as_deref())?;
-    let rendered = state
-        .cache
-        .get_or_render((id, Variant::json(sort, html)), || async {
-            render(&state, id, sort, html, Viewer::Public).await
-        })
-        .await?;
+    let rendered = cached_public(&state, id, sort, html).await?;
     if let Some(restricted) = &rendered.restricted {
         let (mut parts, _) = req.into_parts();
         if let Some(viewer) = privileged_viewer(&state, &mut parts, restricted).await {
@@ -159,14 +154,15 @@ pub fn evict<S: Store>(state: &AppState<S>, topic: i64) {
         for (sort, html) in api {
             // A failure (the topic deleted meanwhile, say) is the next
             // reader's to see, through the ordinary miss.
-            let _ = state
-                .cache
-                .get_or_render((topic, Variant::json(sort, html)), || async {
-                    render(&state, topic, sort, html, Viewer::Public).await
-                })
-                .await;
+            let _ = cached_public(&state, topic, sort, html).await;
         }
     });
+}
+
+/// The public API rendering of a topic, from the cache or rendered once
+/// for every reader that misses it at the same time.
+async fn cached_public<S: Store>(state: &AppState<S>, id: i64, sort: PostSort, html: bool) -> AppResult<Arc<Rendered>> {
+    state.cache.get_or_render((id, Variant::json(sort, html)), || render(state, id, sort, html, Viewer::Public)).await
 }
 
 /// Reads and renders the topic as `viewer` may see it. The public view of

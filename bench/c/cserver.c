@@ -51,20 +51,29 @@ static const char *db_path;
 #define RFC3339(x) "strftime('%Y-%m-%dT%H:%M:%SZ'," x ",'unixepoch')"
 #define BOOL(x) "json(CASE WHEN " x " THEN 'true' ELSE 'false' END)"
 #define HIDDEN "(p.deleted OR p.removed)"
-#define POST_HEAD                                                                                      \
+/* A post as created (with its HTML). */
+#define POST_JSON                                                                                      \
     "json_object('id',p.id,'topic_id',p.topic_id,'parent_id',p.parent_id,"                          \
     "'author',CASE WHEN p.deleted THEN NULL ELSE u.name END,"                                         \
-    "'body',CASE WHEN " HIDDEN " THEN '' ELSE p.body END,"
-#define POST_HTML                                                                                      \
+    "'body',CASE WHEN " HIDDEN " THEN '' ELSE p.body END,"                                             \
     "'body_html',CASE WHEN " HIDDEN " THEN '' ELSE coalesce(p.body_html,'<p>'||" ESCAPED("p.body")    \
-    "||'</p>'||char(10)) END,"
-#define POST_TAIL                                                                                      \
+    "||'</p>'||char(10)) END,"                                                                         \
     "'created_at'," RFC3339("p.created_at") ",'edited_at'," RFC3339("p.edited_at") ","                \
     "'deleted'," BOOL("p.deleted") ",'removed'," BOOL("p.removed") ",'score',p.score)"
-/* A post as created (with its HTML), and as a topic's post list carries it
- * by default (Pith's GET without ?html=true: the Markdown body only). */
-#define POST_JSON POST_HEAD POST_HTML POST_TAIL
-#define LISTED_POST_JSON POST_HEAD POST_TAIL
+/* A post as a topic's post list carries it (Pith's GET without ?html=true):
+ * the Markdown body only, no topic_id, and parent_id, edited_at, deleted
+ * and removed only when not null or false. json_object cannot leave a key
+ * out, so the object is concatenated; json_quote escapes the strings. */
+#define LISTED_POST_JSON                                                                               \
+    "'{\"id\":'||p.id"                                                                                \
+    "||CASE WHEN p.parent_id IS NULL THEN '' ELSE ',\"parent_id\":'||p.parent_id END"                 \
+    "||',\"author\":'||json_quote(CASE WHEN p.deleted THEN NULL ELSE u.name END)"                      \
+    "||',\"body\":'||json_quote(CASE WHEN " HIDDEN " THEN '' ELSE p.body END)"                         \
+    "||',\"created_at\":\"'||" RFC3339("p.created_at") "||'\"'"                                        \
+    "||CASE WHEN p.edited_at IS NULL THEN '' ELSE ',\"edited_at\":\"'||" RFC3339("p.edited_at") "||'\"' END" \
+    "||CASE WHEN p.deleted THEN ',\"deleted\":true' ELSE '' END"                                      \
+    "||CASE WHEN p.removed THEN ',\"removed\":true' ELSE '' END"                                      \
+    "||',\"score\":'||p.score||'}'"
 
 static const char *SQL_TOPIC =
     "SELECT json_object('topic',json_object('id',t.id,'community',c.name,"
@@ -76,7 +85,7 @@ static const char *SQL_TOPIC =
     "'created_at'," RFC3339("t.created_at") ",'edited_at'," RFC3339("t.edited_at") ","
     "'deleted'," BOOL("t.deleted") ",'removed'," BOOL("t.removed") ",'locked'," BOOL("t.locked") ","
     "'score',t.score,'post_count',t.post_count),"
-    "'posts',(SELECT json_group_array(json(j)) FROM (SELECT " LISTED_POST_JSON " AS j"
+    "'posts',(SELECT json('['||coalesce(group_concat(j,','),'')||']') FROM (SELECT " LISTED_POST_JSON " AS j"
     " FROM posts p JOIN users u ON u.id = p.author_id WHERE p.topic_id = t.id"
     " ORDER BY p.score DESC, p.id ASC)))"
     " FROM topics t JOIN communities c ON c.id = t.community_id JOIN users u ON u.id = t.author_id"

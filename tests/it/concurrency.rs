@@ -98,7 +98,7 @@ async fn concurrent_writers_each_see_their_own_post_and_every_acknowledged_post_
     assert!(reads > 0, "the readers ran alongside the writers");
     assert_eq!(acked.len(), WRITERS * POSTS_EACH);
 
-    let mut stored: HashMap<i64, Value> = HashMap::new();
+    let mut stored: HashMap<i64, (i64, Value)> = HashMap::new();
     for &topic in &topics {
         let read = app.read_topic(topic, "old").await;
         let posts = read["posts"].as_array().expect("posts");
@@ -106,13 +106,13 @@ async fn concurrent_writers_each_see_their_own_post_and_every_acknowledged_post_
         let order = ids(&read["posts"]);
         assert!(order.windows(2).all(|w| w[0] < w[1]), "topic {topic}: old order, each post once");
         for p in posts {
-            stored.insert(p["id"].as_i64().expect("id"), p.clone());
+            stored.insert(p["id"].as_i64().expect("id"), (topic, p.clone()));
         }
     }
     assert_eq!(stored.len(), acked.len(), "nothing stored that was not acknowledged, nothing acknowledged lost");
     for a in &acked {
-        let post = stored.get(&a.id).unwrap_or_else(|| panic!("acknowledged post {} is missing", a.id));
-        assert_eq!((post["topic_id"].as_i64(), post["body"].as_str()), (Some(a.topic), Some(a.body.as_str())));
+        let (topic, post) = stored.get(&a.id).unwrap_or_else(|| panic!("acknowledged post {} is missing", a.id));
+        assert_eq!((*topic, post["body"].as_str()), (a.topic, Some(a.body.as_str())));
     }
     let Ok(app) = Arc::try_unwrap(app) else { panic!("a task still holds the app") };
     app.stop().await;

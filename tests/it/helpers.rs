@@ -250,6 +250,23 @@ impl<S: Store> TestApp<S> {
     }
 }
 
+/// A post object (as created, edited or found elsewhere) in the shape a
+/// topic's post list gives it: no `topic_id`, no `body_html` unless
+/// `html`, and `parent_id`, `edited_at`, `deleted` and `removed` only when
+/// not null or false (docs/API.md).
+pub fn listed(post: &Value, html: bool) -> Value {
+    let mut p = post.clone();
+    let o = p.as_object_mut().expect("a post object");
+    o.remove("topic_id");
+    if !html {
+        o.remove("body_html");
+    }
+    o.retain(|k, v| {
+        !(matches!(k.as_str(), "parent_id" | "edited_at" | "deleted" | "removed") && (v.is_null() || *v == false))
+    });
+    p
+}
+
 /// The `id` of every element of a JSON array.
 pub fn ids(items: &Value) -> Vec<i64> {
     items.as_array().expect("array").iter().map(|v| v["id"].as_i64().expect("id")).collect()

@@ -127,7 +127,7 @@ async fn a_removed_post_keeps_its_place_but_only_its_author_and_moderators_see_i
         fetch(app.req(Method::GET, &path).header("if-none-match", public.header("etag").expect("etag"))).await;
     assert_eq!(restored.status, 200, "the restore evicted the cached rendering too");
     let back = post_by_id(&restored.json(), rude);
-    assert_eq!((back["removed"].clone(), back["body"].clone()), (json!(false), json!("something rude")));
+    assert_eq!((back.get("removed"), back["body"].clone()), (None, json!("something rude")), "{back}");
     assert_eq!(restored.header("cache-control"), Some("no-cache"));
 
     let (status, body) = app.patch(&format!("/api/v1/posts/{rude}"), Some(&bob), json!({"body": "edited"})).await;

@@ -63,20 +63,24 @@ static const char *db_path;
 /* A post as a topic's post list carries it (Pith's GET without ?html=true):
  * the Markdown body only, no topic_id, and parent_id, edited_at, deleted
  * and removed only when not null or false. json_object cannot leave a key
- * out, so the object is concatenated; json_quote escapes the strings. */
+ * out, so the object is formatted by printf (json_quote escapes the
+ * strings; one copy of the body, where || would copy it once per piece),
+ * and the response is concatenated around the list: no JSON is parsed
+ * again. */
 #define LISTED_POST_JSON                                                                               \
-    "'{\"id\":'||p.id"                                                                                \
-    "||CASE WHEN p.parent_id IS NULL THEN '' ELSE ',\"parent_id\":'||p.parent_id END"                 \
-    "||',\"author\":'||json_quote(CASE WHEN p.deleted THEN NULL ELSE u.name END)"                      \
-    "||',\"body\":'||json_quote(CASE WHEN " HIDDEN " THEN '' ELSE p.body END)"                         \
-    "||',\"created_at\":\"'||" RFC3339("p.created_at") "||'\"'"                                        \
-    "||CASE WHEN p.edited_at IS NULL THEN '' ELSE ',\"edited_at\":\"'||" RFC3339("p.edited_at") "||'\"' END" \
-    "||CASE WHEN p.deleted THEN ',\"deleted\":true' ELSE '' END"                                      \
-    "||CASE WHEN p.removed THEN ',\"removed\":true' ELSE '' END"                                      \
-    "||',\"score\":'||p.score||'}'"
+    "printf('{\"id\":%d%s,\"author\":%s,\"body\":%s,\"created_at\":\"%s\"%s%s%s,\"score\":%d}',"           \
+    "p.id,"                                                                                            \
+    "CASE WHEN p.parent_id IS NULL THEN '' ELSE ',\"parent_id\":'||p.parent_id END,"                 \
+    "json_quote(CASE WHEN p.deleted THEN NULL ELSE u.name END),"                                       \
+    "json_quote(CASE WHEN " HIDDEN " THEN '' ELSE p.body END),"                                        \
+    RFC3339("p.created_at") ","                                                                        \
+    "CASE WHEN p.edited_at IS NULL THEN '' ELSE ',\"edited_at\":\"'||" RFC3339("p.edited_at") "||'\"' END," \
+    "CASE WHEN p.deleted THEN ',\"deleted\":true' ELSE '' END,"                                      \
+    "CASE WHEN p.removed THEN ',\"removed\":true' ELSE '' END,"                                      \
+    "p.score)"
 
 static const char *SQL_TOPIC =
-    "SELECT json_object('topic',json_object('id',t.id,'community',c.name,"
+    "SELECT '{\"topic\":'||json_object('id',t.id,'community',c.name,"
     "'author',CASE WHEN t.deleted THEN NULL ELSE u.name END,'title',t.title,"
     "'body',CASE WHEN t.deleted THEN NULL ELSE t.body END,"
     "'body_html',CASE WHEN t.deleted OR t.body IS NULL THEN NULL ELSE coalesce(t.body_html,'<p>'||" ESCAPED("t.body")
@@ -84,10 +88,10 @@ static const char *SQL_TOPIC =
     "'url',CASE WHEN t.deleted THEN NULL ELSE t.url END,"
     "'created_at'," RFC3339("t.created_at") ",'edited_at'," RFC3339("t.edited_at") ","
     "'deleted'," BOOL("t.deleted") ",'removed'," BOOL("t.removed") ",'locked'," BOOL("t.locked") ","
-    "'score',t.score,'post_count',t.post_count),"
-    "'posts',(SELECT json('['||coalesce(group_concat(j,','),'')||']') FROM (SELECT " LISTED_POST_JSON " AS j"
+    "'score',t.score,'post_count',t.post_count)"
+    "||',\"posts\":['||coalesce((SELECT group_concat(j,',') FROM (SELECT " LISTED_POST_JSON " AS j"
     " FROM posts p JOIN users u ON u.id = p.author_id WHERE p.topic_id = t.id"
-    " ORDER BY p.score DESC, p.id ASC)))"
+    " ORDER BY p.score DESC, p.id ASC)),'')||']}'"
     " FROM topics t JOIN communities c ON c.id = t.community_id JOIN users u ON u.id = t.author_id"
     " WHERE t.id = ?1 AND t.removed = 0";
 

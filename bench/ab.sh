@@ -43,19 +43,7 @@ read -r -a SERVE_ENV <<<"${SERVE_ENV:-}"
 # the per-user post limit.
 export PITH_RATE_LIMITS=${PITH_RATE_LIMITS:-false}
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/pith-ab.XXXXXX")
-OUT=${OUT:-$WORK/out}
-mkdir -p "$OUT"
-PIDS=()
-cleanup() {
-    stop_pids
-    rm -rf "$WORK/pristine" "$WORK/data"
-    [[ $OUT == "$WORK/out" ]] && rm -rf "$WORK"
-    return 0
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-log() { echo "bench/ab.sh: $*" >&2; }
+bench_workdir ab pristine data
 
 LABELS=() BINS=()
 for arg in "$@"; do

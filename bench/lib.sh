@@ -1,4 +1,35 @@
-# Pieces the bench scripts share; sourced after each defines `log` and OUT.
+# Pieces the bench scripts share; each sources this first, then calls
+# bench_workdir.
+
+# "bench/SCRIPT: message" on stderr.
+log() { echo "bench/${0##*/}: $*" >&2; }
+
+# The script's scratch space: WORK, a fresh temporary directory
+# (pith-`name`.XXXXXX), OUT (the caller's, or WORK/out) and an empty PIDS.
+# On exit the servers in PIDS are stopped and the data dirs matching
+# `data_pattern`s under WORK removed, and WORK itself unless the results
+# went to an OUT of the caller's (see remove_work). A script with more to
+# undo sets its own EXIT trap that ends with the same two calls.
+bench_workdir() { # name data_pattern...
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/pith-$1.XXXXXX")
+    OUT=${OUT:-$WORK/out}
+    mkdir -p "$OUT"
+    PIDS=()
+    shift
+    WORK_DATA=("$@")
+    trap 'stop_pids; remove_work' EXIT
+    trap 'exit 130' INT TERM
+}
+
+# Removes the data dirs bench_workdir was given, and WORK when it holds OUT.
+remove_work() {
+    local pattern
+    # Unquoted: a pattern may be a glob (data-*).
+    # shellcheck disable=SC2086
+    for pattern in "${WORK_DATA[@]}"; do rm -rf "$WORK"/$pattern; done
+    [[ $OUT == "$WORK/out" ]] && rm -rf "$WORK"
+    return 0
+}
 
 # Stops every pid in PIDS: SIGTERM to all, then up to 10 s each (pith
 # commits queued writes and checkpoints on SIGTERM), then SIGKILL.

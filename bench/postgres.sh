@@ -39,26 +39,17 @@ export PITH_RATE_LIMITS=${PITH_RATE_LIMITS:-false}
 
 DB=pith_bench_$$_$RANDOM
 PG_URL=${PG_ADMIN_URL%/*}/$DB
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/pith-pgbench.XXXXXX")
-OUT=${OUT:-$WORK/out}
-mkdir -p "$OUT"
-PIDS=()
+bench_workdir pgbench data 'pg-node*'
 DB_CREATED=no
 
-log() { echo "bench/postgres.sh: $*" >&2; }
 psql_admin() { timeout 60 psql -X -q -v ON_ERROR_STOP=1 "$PG_ADMIN_URL" -c "$1"; }
 
-cleanup() {
-    stop_pids
+drop_db() {
     if [[ $DB_CREATED == yes ]]; then
         psql_admin "DROP DATABASE IF EXISTS $DB WITH (FORCE)" || log "could not drop $DB; drop it by hand"
     fi
-    rm -rf "$WORK/data" "$WORK"/pg-node*
-    [[ $OUT == "$WORK/out" ]] && rm -rf "$WORK"
-    return 0
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'stop_pids; drop_db; remove_work' EXIT
 
 if [[ -n ${PITH_BIN:-} ]]; then
     BIN=$PITH_BIN

@@ -79,21 +79,7 @@ both) GZIP_MODES="no yes" ;;
 *) echo "GZIP must be no, yes or both" >&2; exit 2 ;;
 esac
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/pith-bench.XXXXXX")
-OUT=${OUT:-$WORK/out}
-mkdir -p "$OUT"
-PIDS=()
-
-cleanup() {
-    stop_pids
-    rm -rf "$WORK/data" "$WORK/data-extra"
-    [[ $OUT == "$WORK/out" ]] && rm -rf "$WORK"
-    return 0
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log() { echo "bench/run.sh: $*" >&2; }
+bench_workdir bench data data-extra
 
 if [[ -n ${PITH_BIN:-} ]]; then
     BIN=$PITH_BIN

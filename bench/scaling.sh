@@ -33,19 +33,7 @@ export PITH_HEADER_TIMEOUT=${PITH_HEADER_TIMEOUT:-3600}
 export PITH_MAX_CONNECTIONS=${PITH_MAX_CONNECTIONS:-19000}
 export PITH_RATE_LIMITS=${PITH_RATE_LIMITS:-false}
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/pith-scaling.XXXXXX")
-OUT=${OUT:-$WORK/out}
-mkdir -p "$OUT"
-PIDS=()
-cleanup() {
-    stop_pids
-    rm -rf "$WORK"/data-*
-    [[ $OUT == "$WORK/out" ]] && rm -rf "$WORK"
-    return 0
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-log() { echo "bench/scaling.sh: $*" >&2; }
+bench_workdir scaling 'data-*'
 
 stop() { # pid
     kill -TERM "$1" 2>/dev/null || true

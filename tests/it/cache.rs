@@ -6,19 +6,7 @@ use std::io::Read;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{Reply, TestApp, fetch, spawn_app};
-
-/// A topic with enough posts that its JSON is worth compressing.
-async fn app_with_a_long_topic() -> (TestApp, i64, String) {
-    let app = spawn_app().await;
-    app.community("raspi").await;
-    let alice = app.user("alice").await;
-    let topic = app.topic("raspi", &alice, "A long thread").await;
-    for i in 0..5 {
-        app.reply(topic, &alice, None, &format!("post number {i}, which says the same thing as the others")).await;
-    }
-    (app, topic, alice)
-}
+use crate::helpers::{Reply, TestApp, app_with_a_long_topic, fetch};
 
 async fn get_topic(app: &TestApp, topic: i64, headers: &[(&str, &str)]) -> Reply {
     let mut req = app.req(Method::GET, &format!("/api/v1/topics/{topic}"));

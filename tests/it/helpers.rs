@@ -250,6 +250,19 @@ impl<S: Store> TestApp<S> {
     }
 }
 
+/// A forum with one topic by alice ("raspi") holding enough posts that its
+/// JSON is worth compressing; returns alice's token too.
+pub async fn app_with_a_long_topic() -> (TestApp, i64, String) {
+    let app = spawn_app().await;
+    app.community("raspi").await;
+    let alice = app.user("alice").await;
+    let topic = app.topic("raspi", &alice, "A long thread").await;
+    for i in 0..5 {
+        app.reply(topic, &alice, None, &format!("post number {i}, which says the same thing as the others")).await;
+    }
+    (app, topic, alice)
+}
+
 /// A post object (as created, edited or found elsewhere) in the shape a
 /// topic's post list gives it: no `topic_id`, no `body_html` unless
 /// `html`, and `parent_id`, `edited_at`, `deleted` and `removed` only when

@@ -7,18 +7,7 @@ use pith::http::hot::{Answer, Hot};
 use reqwest::Method as ReqMethod;
 use serde_json::json;
 
-use crate::helpers::{Reply, TestApp, fetch, spawn_app};
-
-async fn app_with_a_topic() -> (TestApp, i64, String) {
-    let app = spawn_app().await;
-    app.community("raspi").await;
-    let alice = app.user("alice").await;
-    let topic = app.topic("raspi", &alice, "Hot or not").await;
-    for i in 0..4 {
-        app.reply(topic, &alice, None, &format!("reply {i}, long enough to be worth compressing with the rest")).await;
-    }
-    (app, topic, alice)
-}
+use crate::helpers::{Reply, TestApp, app_with_a_long_topic, fetch};
 
 fn answer(app: &TestApp, method: Method, uri: &str, headers: &HeaderMap, no_body: bool) -> Option<u16> {
     let hot = Hot::new(app.state.clone());
@@ -36,7 +25,7 @@ async fn get(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> Reply {
 
 #[tokio::test]
 async fn it_answers_cached_public_topics_only() {
-    let (app, topic, alice) = app_with_a_topic().await;
+    let (app, topic, alice) = app_with_a_long_topic().await;
     let path = format!("/api/v1/topics/{topic}");
     let none = HeaderMap::new();
     assert_eq!(answer(&app, Method::GET, &path, &none, true), None, "not rendered yet: the router renders it");
@@ -83,7 +72,7 @@ async fn it_answers_cached_public_topics_only() {
 /// and through the router (an unknown parameter sends it there).
 #[tokio::test]
 async fn its_answers_are_the_routers() {
-    let (app, topic, _) = app_with_a_topic().await;
+    let (app, topic, _) = app_with_a_long_topic().await;
     let hot = format!("/api/v1/topics/{topic}?sort=best");
     let routed = format!("/api/v1/topics/{topic}?sort=best&via=router");
     assert_eq!(get(&app, &hot, &[]).await.status, 200, "rendered and cached");

@@ -355,7 +355,8 @@ impl TopicCache {
     /// Returns the renderings that were cached, for a caller that renders
     /// them again at once (`http::topics::evict`).
     pub fn invalidate(&self, topic: i64) -> Vec<Variant> {
-        let evicted = self.invalidate_local(topic);
+        let evicted =
+            self.evict(topic).map_or_else(Vec::new, |slot| slot.variants.into_iter().map(|(v, _)| v).collect());
         if let Some(bus) = self.bus.get() {
             bus.invalidate(topic);
         }
@@ -363,15 +364,20 @@ impl TopicCache {
     }
 
     /// `invalidate` on this node only: for another node's write.
-    pub fn invalidate_local(&self, topic: i64) -> Vec<Variant> {
+    pub fn invalidate_local(&self, topic: i64) {
+        self.evict(topic);
+    }
+
+    /// The eviction itself; the slot it took out is dropped (its bodies
+    /// freed) by the caller, after the lock.
+    fn evict(&self, topic: i64) -> Option<Slot> {
         let mut inner = self.lock();
         *inner.generations.entry(topic).or_insert(0) += 1;
         // Only concurrent misses are in flight: a short map to scan.
         inner.in_flight.retain(|key, _| key.0 != topic);
-        let mut evicted = Vec::new();
-        if let Some(old) = inner.entries.pop(&topic) {
+        let old = inner.entries.pop(&topic);
+        if let Some(old) = &old {
             inner.bytes -= old.weight;
-            evicted = old.variants.into_iter().map(|(v, _)| v).collect();
         }
         // Generations only matter while a render may be in flight; keep
         // the map from growing with every topic ever written.
@@ -381,7 +387,7 @@ impl TopicCache {
             inner.entries.clear();
             inner.bytes = 0;
         }
-        evicted
+        old
     }
 
     /// Drops every entry, and every render in flight may not be stored:

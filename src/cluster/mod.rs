@@ -91,9 +91,7 @@ pub type Apply = Arc<dyn Fn(Msg) + Send + Sync>;
 /// Applies a message from another node with the local-only paths.
 pub fn apply_to<S: Store>(app: &App<S>, msg: Msg) {
     match msg {
-        Msg::Invalidate { topic } => {
-            app.cache.invalidate_local(topic);
-        }
+        Msg::Invalidate { topic } => app.cache.invalidate_local(topic),
         Msg::Event { key, payload } => {
             let frame = crate::live::frame::frame(crate::live::frame::OP_TEXT, payload.as_bytes(), None);
             app.live.publish_local(&key.into(), frame);

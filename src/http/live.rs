@@ -1,10 +1,10 @@
 //! Live routes: `GET /api/v1/live` (a WebSocket) and `GET /api/v1/live/sse`
 //! (the same events as Server-Sent Events). docs/LIVE.md is the protocol.
 //!
-//! The WebSocket handshake is answered here by hand. Once hyper hands the
-//! connection over, the raw `TcpStream` is taken back out of it and given
-//! to `live::Conn`, so no HTTP or WebSocket-library buffers outlive the
-//! handshake.
+//! The WebSocket handshake is answered here by hand. Once the 101 is sent,
+//! the raw `TcpStream` is given to `live::Conn` (by `http::idle` on a
+//! cleartext connection, out of hyper's upgrade over TLS), so no HTTP or
+//! WebSocket-library buffers outlive the handshake.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Weak;
@@ -19,6 +19,7 @@ use base64::Engine;
 use serde::Deserialize;
 
 use super::extract::Query;
+use super::idle::HandOff;
 use super::{App, AppState};
 use crate::auth::token_digest;
 use crate::error::{AppError, AppResult};
@@ -46,8 +47,12 @@ async fn websocket<S: Store>(
     let accept = accept_key(req.headers())?;
     let (ip, bearer) = caller(&req);
     let member = join(&state, &q, ip, bearer).await?;
-    let on_upgrade = hyper::upgrade::on(&mut req);
-    tokio::spawn(crate::live::conn::upgrade(on_upgrade, member));
+    // A cleartext connection hands its socket over itself (`idle`);
+    // over TLS, hyper's upgrade does.
+    match req.extensions().get::<HandOff>().and_then(HandOff::take) {
+        Some(socket) => tokio::spawn(crate::live::conn::handed_off(socket, member)),
+        None => tokio::spawn(crate::live::conn::upgrade(hyper::upgrade::on(&mut req), member)),
+    };
     Ok((
         StatusCode::SWITCHING_PROTOCOLS,
         [

@@ -7,6 +7,7 @@ mod communities;
 mod deadline;
 pub mod extract;
 pub mod hot;
+pub mod idle;
 pub mod limits;
 pub mod live;
 pub mod moderation;

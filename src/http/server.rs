@@ -3,30 +3,36 @@
 //! (which in hyper also bounds how long an idle keep-alive connection may
 //! wait for its next request), a maximum header size, and a place under a
 //! cap on open connections; over the cap a client is refused politely with
-//! a 503 instead of the server running out of file descriptors. With TLS
-//! (`ConnLimits::tls`) the handshake runs in the connection's task, under
-//! the header timeout, after the connection has taken its place.
+//! a 503 instead of the server running out of file descriptors. Cleartext
+//! connections are served by `idle`, which parks them without hyper's
+//! buffers between requests. With TLS (`ConnLimits::tls`) the handshake
+//! runs in the connection's task, under the header timeout, after the
+//! connection has taken its place, and hyper serves it as it is.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{ConnectInfo, Request};
+use axum::http::header;
 use axum::response::Response;
 use axum::routing::future::RouteFuture;
 use futures_util::future::{Either, Ready, ready};
 use hyper::body::Incoming;
+use hyper::server::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, watch};
 
 use super::hot::Answer;
+use super::idle::{self, Activity, Busy, Tracked};
 
 /// Limits applied to every HTTP connection.
 #[derive(Debug, Clone)]
@@ -71,7 +77,24 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let graceful = GracefulShutdown::new();
+    // Every connection watches this; it changes (or closes) on shutdown.
+    let (stop, stopping) = watch::channel(());
+    let plain = Arc::new(idle::Plain {
+        h1: {
+            let mut h1 = http1::Builder::new();
+            h1.timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout)
+                .max_buf_size(limits.max_header_bytes.max(8192))
+                .keep_alive(true);
+            h1
+        },
+        h2: {
+            let mut h2 = http2::Builder::new(TokioExecutor::new());
+            h2.timer(TokioTimer::new()).max_header_list_size(limits.max_header_bytes as u32);
+            h2
+        },
+        idle_timeout: limits.header_timeout,
+    });
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -99,19 +122,17 @@ pub async fn serve(
             tokio::spawn(refuse(tcp));
             continue;
         };
-        let svc = Front { app: app.clone(), hot: hot.clone(), peer };
         let Some(tls) = limits.tls.clone() else {
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), svc);
-            let conn = graceful.watch(conn.into_owned());
+            let front = Front::new(app.clone(), hot.clone(), peer, true);
+            let (plain, stopping) = (plain.clone(), stopping.clone());
             tokio::spawn(async move {
-                if let Err(e) = conn.await {
-                    tracing::debug!(%peer, error = %e, "connection ended with an error");
-                }
+                idle::serve(tcp, front, plain, stopping).await;
                 drop(slot);
             });
             continue;
         };
-        let (builder, watcher, handshake_timeout) = (builder.clone(), graceful.watcher(), limits.header_timeout);
+        let front = Front::new(app.clone(), hot.clone(), peer, false);
+        let (builder, mut stopping, handshake_timeout) = (builder.clone(), stopping.clone(), limits.header_timeout);
         tokio::spawn(async move {
             // A client that never finishes its handshake must not keep its
             // slot for longer than one that never sends its headers.
@@ -120,43 +141,98 @@ pub async fn serve(
                 Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                 Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
             };
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
-            if let Err(e) = watcher.watch(conn.into_owned()).await {
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), front);
+            tokio::pin!(conn);
+            let ended = tokio::select! {
+                ended = conn.as_mut() => ended,
+                _ = stopping.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+            };
+            if let Err(e) = ended {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
             drop(slot);
         });
     }
     drop(listener);
-    if tokio::time::timeout(limits.drain_timeout, graceful.shutdown()).await.is_err() {
+    drop(stop);
+    // Every connection gives its slot back when it ends.
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    if tokio::time::timeout(limits.drain_timeout, slots.acquire_many(all)).await.is_err() {
         tracing::warn!("in-flight requests did not finish within {:?}", limits.drain_timeout);
     }
 }
 
 /// A connection's service: the hot path when it answers, else the router
-/// (with the peer address for `ConnectInfo`).
-#[derive(Clone)]
-struct Front {
+/// (with the peer address for `ConnectInfo`). Each response keeps its
+/// request counted in the connection's `Activity` until it is sent.
+pub struct Front {
     app: Router,
     hot: Option<Arc<dyn Answer>>,
     peer: SocketAddr,
+    activity: Arc<Activity>,
+}
+
+impl Front {
+    /// `hands_off`: a cleartext connection, whose WebSocket upgrades take
+    /// the socket from `idle::serve` (`idle::HandOff`).
+    pub(crate) fn new(app: Router, hot: Option<Arc<dyn Answer>>, peer: SocketAddr, hands_off: bool) -> Front {
+        Front { app, hot, peer, activity: Activity::new(hands_off) }
+    }
+
+    pub fn activity(&self) -> &Arc<Activity> {
+        &self.activity
+    }
+}
+
+/// HTTP/2 serves each stream with a clone; they share the connection's
+/// `Activity`, which only HTTP/1 connections read.
+impl Clone for Front {
+    fn clone(&self) -> Front {
+        Front { app: self.app.clone(), hot: self.hot.clone(), peer: self.peer, activity: self.activity.clone() }
+    }
 }
 
 impl hyper::service::Service<Request<Incoming>> for Front {
-    type Response = Response;
+    type Response = Response<Tracked>;
     type Error = Infallible;
-    type Future = Either<Ready<Result<Response, Infallible>>, RouteFuture<Infallible>>;
+    type Future = Counted<Either<Ready<Result<Response, Infallible>>, RouteFuture<Infallible>>>;
 
     fn call(&self, mut req: Request<Incoming>) -> Self::Future {
+        let busy = Some(Busy::new(&self.activity));
         if let Some(hot) = &self.hot {
             let no_body = hyper::body::Body::is_end_stream(req.body());
             if let Some(res) = hot.answer(req.method(), req.uri(), req.headers(), no_body) {
-                return Either::Left(ready(Ok(res)));
+                return Counted { inner: Either::Left(ready(Ok(res))), busy };
             }
         }
         req.extensions_mut().insert(ConnectInfo(self.peer));
+        if req.headers().contains_key(header::UPGRADE)
+            && let Some(hand_off) = self.activity.hand_off()
+        {
+            req.extensions_mut().insert(hand_off);
+        }
         // A `Router` is always ready (its `poll_ready` returns at once).
-        Either::Right(tower::Service::call(&mut self.app.clone(), req))
+        Counted { inner: Either::Right(tower::Service::call(&mut self.app.clone(), req)), busy }
+    }
+}
+
+/// A response future whose response body carries its request's `Busy`.
+pub struct Counted<F> {
+    inner: F,
+    busy: Option<Busy>,
+}
+
+impl<F: Future<Output = Result<Response, Infallible>> + Unpin> Future for Counted<F> {
+    type Output = Result<Response<Tracked>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let Poll::Ready(Ok(res)) = Pin::new(&mut this.inner).poll(cx) else { return Poll::Pending };
+        let busy = this.busy.take();
+        Poll::Ready(Ok(res.map(|body| Tracked::new(body, busy))))
     }
 }
 

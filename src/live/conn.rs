@@ -13,12 +13,13 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::io::ErrorKind;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use hyper_util::rt::TokioIo;
 use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
+use tokio::sync::oneshot;
 
 use super::frame::{self, OP_CLOSE};
 use super::proto;
@@ -233,6 +234,8 @@ impl Conn {
 /// which would push the task into a bigger allocation.
 pub enum Upgrade {
     Waiting(hyper::upgrade::OnUpgrade, Option<Membership>),
+    /// A cleartext connection's socket, from `http::idle`.
+    HandedOff(oneshot::Receiver<(TcpStream, Bytes)>, Option<Membership>),
     Running(Conn),
     Done,
 }
@@ -241,11 +244,21 @@ pub fn upgrade(on_upgrade: hyper::upgrade::OnUpgrade, member: Membership) -> Upg
     Upgrade::Waiting(on_upgrade, Some(member))
 }
 
+pub fn handed_off(socket: oneshot::Receiver<(TcpStream, Bytes)>, member: Membership) -> Upgrade {
+    Upgrade::HandedOff(socket, Some(member))
+}
+
 impl Future for Upgrade {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
+        if let Upgrade::HandedOff(socket, member) = this {
+            *this = match (ready!(Pin::new(socket).poll(cx)), member.take()) {
+                (Ok((tcp, leftover)), Some(member)) => Upgrade::Running(Conn::new(tcp, member, &leftover)),
+                _ => Upgrade::Done,
+            };
+        }
         if let Upgrade::Waiting(on_upgrade, member) = this {
             let upgraded = match Pin::new(on_upgrade).poll(cx) {
                 Poll::Pending => return Poll::Pending,

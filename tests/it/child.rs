@@ -116,6 +116,13 @@ impl Server {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Resident memory in bytes (`VmRSS`).
+    pub fn rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("status");
+        let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).expect("VmRSS");
+        kb.trim().trim_end_matches("kB").trim().parse::<u64>().expect("number") * 1024
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }

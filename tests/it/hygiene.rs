@@ -10,13 +10,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::oneshot;
 
-struct Server {
-    addr: std::net::SocketAddr,
+pub struct Server {
+    pub addr: std::net::SocketAddr,
     _dir: tempfile::TempDir,
-    _stop: oneshot::Sender<()>,
+    pub stop: oneshot::Sender<()>,
+    /// The server's task, which ends once it has drained.
+    pub task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
-async fn serve(limits: ConnLimits) -> Server {
+pub async fn serve(limits: ConnLimits) -> Server {
     let dir = tempfile::tempdir().expect("tempdir");
     let store =
         SqliteStore::open(&dir.path().join("pith.db"), &SqliteOptions { readers: 1, ..SqliteOptions::default() })
@@ -25,14 +27,14 @@ async fn serve(limits: ConnLimits) -> Server {
     let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = oneshot::channel::<()>();
     let state = AppState::new(store, 1 << 20);
-    tokio::spawn(http::run_with_limits(listener, state, Duration::from_secs(30), limits, async {
+    let task = tokio::spawn(http::run_with_limits(listener, state, Duration::from_secs(30), limits, async {
         let _ = stopped.await;
     }));
-    Server { addr, _dir: dir, _stop: stop }
+    Server { addr, _dir: dir, stop, task }
 }
 
 /// Sends a whole request on a fresh connection and returns the raw answer.
-async fn exchange(addr: std::net::SocketAddr, request: &[u8]) -> String {
+pub async fn exchange(addr: std::net::SocketAddr, request: &[u8]) -> String {
     let mut tcp = TcpStream::connect(addr).await.expect("connect");
     tcp.write_all(request).await.expect("write");
     let mut out = Vec::new();
@@ -40,7 +42,7 @@ async fn exchange(addr: std::net::SocketAddr, request: &[u8]) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-const HEALTH: &[u8] = b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+pub const HEALTH: &[u8] = b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
 
 #[tokio::test]
 async fn a_client_that_never_finishes_its_headers_is_disconnected_after_the_header_timeout() {

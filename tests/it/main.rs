@@ -22,6 +22,8 @@
 //! - `metrics`: `/metrics` in the Prometheus text format, its settings;
 //!   `logging`: JSON logs with request ids from the real binary; `prom`: the
 //!   strict text-format parser the metrics tests use.
+//! - `idle`: keep-alive connections parked between requests (no hyper
+//!   buffers while idle): pipelining, split requests, h2c, shutdown, memory.
 //! - `tls`: TLS 1.3, HTTP/2 by ALPN, wss, certificate reload on SIGHUP.
 //! - `config_file`: the config file, `pith config`, precedence.
 //! - `setup`: the first run's one-time admin link.
@@ -46,6 +48,7 @@ mod fuzz_regressions;
 mod helpers;
 mod hot;
 mod hygiene;
+mod idle;
 mod limits;
 mod listings;
 mod live;

@@ -1,0 +1,395 @@
+//! Cleartext connections that hold no buffers while idle.
+//!
+//! hyper gives every HTTP/1 connection an 8 KB write buffer and an 8-16 KB
+//! read buffer when it opens and keeps both until it closes, and no
+//! setting gives them back: 400 keep-alive connections cost ~10 MB, 10,000
+//! idle ones ~200 MB. So a cleartext connection here alternates between
+//! two states, written by hand because hyper has no idle hook:
+//!
+//! - **parked**: only the socket and this task (a few hundred bytes) while
+//!   waiting for the client's next request;
+//! - **serving**: a hyper `http1::Connection` over the socket from the
+//!   first byte of a request until hyper is idle again: a response sent,
+//!   none in flight, every byte written, nothing more to read. Then
+//!   `graceful_shutdown` (which closes an idle hyper connection at once)
+//!   and `poll_without_shutdown` hand the socket back untouched, with any
+//!   bytes of a next request hyper had read, and the connection parks.
+//!
+//! What hyper decides to close (`connection: close`, errors, its header
+//! timeout) it closes as before. A parked connection waits at most the
+//! idle timeout for its next first byte, and hyper's header timeout then
+//! starts on the new serving spell, so a head trickled across a park is
+//! bounded by twice the header timeout. WebSocket upgrades take the socket from
+//! here (`HandOff`): hyper's upgrade machinery needs the connection type
+//! that shuts the socket down at its end. HTTP/2 with prior knowledge
+//! (`h2c`) is recognised by its preface and served by hyper unchanged.
+
+use std::future::{Future, poll_fn};
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use hyper::body::{Body, Frame, SizeHint};
+use hyper::rt::{Read, ReadBufCursor, Write};
+use hyper::server::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpStream;
+use tokio::sync::{oneshot, watch};
+
+use super::server::Front;
+
+/// What a connection's service, its socket and its driver share: enough
+/// to tell when hyper is idle without looking inside it.
+#[derive(Default)]
+pub struct Activity {
+    /// Requests whose response body hyper still holds.
+    in_flight: AtomicU32,
+    /// A response finished in this serving spell (until then hyper's
+    /// keep-alive state is not idle, and a shutdown would be a close).
+    responded: AtomicBool,
+    /// The last read returned `Pending`, and nothing was written since:
+    /// hyper holds no complete request it has not started.
+    read_blocked: AtomicBool,
+    /// The last write returned `Pending`: hyper still holds bytes to send.
+    write_blocked: AtomicBool,
+    /// Plain connections hand WebSocket upgrades over (`HandOff`).
+    hands_off: bool,
+    upgrade: Mutex<Option<oneshot::Sender<Upgraded>>>,
+}
+
+/// An upgraded socket and the bytes hyper read past the handshake.
+pub type Upgraded = (TcpStream, Bytes);
+
+impl Activity {
+    pub fn new(hands_off: bool) -> Arc<Activity> {
+        Arc::new(Activity { hands_off, ..Activity::default() })
+    }
+
+    fn quiet(&self) -> bool {
+        self.in_flight.load(Relaxed) == 0
+            && self.responded.load(Relaxed)
+            && self.read_blocked.load(Relaxed)
+            && !self.write_blocked.load(Relaxed)
+    }
+
+    /// A request with an `Upgrade` header: its handler may take the socket.
+    pub fn hand_off(&self) -> Option<HandOff> {
+        if !self.hands_off {
+            return None;
+        }
+        let (tx, rx) = oneshot::channel();
+        *self.upgrade.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
+        Some(HandOff(Arc::new(Mutex::new(Some(rx)))))
+    }
+
+    /// Where the socket goes after a 101: a handler that took the
+    /// `HandOff` still waits for it.
+    fn upgrade_waiter(&self) -> Option<oneshot::Sender<Upgraded>> {
+        let tx = self.upgrade.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+        (!tx.is_closed()).then_some(tx)
+    }
+}
+
+/// A request extension on upgrade requests of plain connections: the
+/// WebSocket handler takes the receiver and gets the socket once hyper
+/// has sent the 101. (`Clone` because request extensions must be.)
+#[derive(Clone)]
+pub struct HandOff(Arc<Mutex<Option<oneshot::Receiver<Upgraded>>>>);
+
+impl HandOff {
+    pub fn take(&self) -> Option<oneshot::Receiver<Upgraded>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// Counts a request in flight from the service call until hyper drops
+/// its response body.
+pub struct Busy(Arc<Activity>);
+
+impl Busy {
+    pub fn new(activity: &Arc<Activity>) -> Busy {
+        activity.in_flight.fetch_add(1, Relaxed);
+        Busy(activity.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Relaxed);
+        self.0.responded.store(true, Relaxed);
+    }
+}
+
+/// A response body that keeps its request counted while hyper sends it.
+pub struct Tracked {
+    body: axum::body::Body,
+    _busy: Option<Busy>,
+}
+
+impl Tracked {
+    pub fn new(body: axum::body::Body, busy: Option<Busy>) -> Tracked {
+        Tracked { body, _busy: busy }
+    }
+}
+
+impl Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The socket under one serving spell: first the bytes read before it
+/// began, then the socket; records what the last read and write did.
+struct Socket {
+    tcp: TokioIo<TcpStream>,
+    unread: Bytes,
+    activity: Arc<Activity>,
+}
+
+impl Read for Socket {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, mut buf: ReadBufCursor<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.unread.is_empty() {
+            let n = this.unread.len().min(buf.remaining());
+            buf.put_slice(&this.unread[..n]);
+            this.unread.advance(n);
+            return Poll::Ready(Ok(()));
+        }
+        let read = Pin::new(&mut this.tcp).poll_read(cx, buf);
+        this.activity.read_blocked.store(read.is_pending(), Relaxed);
+        read
+    }
+}
+
+impl Socket {
+    fn wrote<T>(&self, write: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        self.activity.write_blocked.store(write.is_pending(), Relaxed);
+        self.activity.read_blocked.store(false, Relaxed);
+        write
+    }
+}
+
+impl Write for Socket {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let write = Pin::new(&mut this.tcp).poll_write(cx, buf);
+        this.wrote(write)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let write = Pin::new(&mut this.tcp).poll_write_vectored(cx, bufs);
+        this.wrote(write)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        // hyper copies every body into its buffer unless this says yes.
+        self.tcp.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+    }
+}
+
+/// hyper's settings for cleartext connections, shared by all of them.
+pub struct Plain {
+    pub h1: http1::Builder,
+    pub h2: http2::Builder<TokioExecutor>,
+    /// How long a parked connection waits for its next request (hyper's
+    /// header timeout, which bounds that wait on a connection it holds).
+    pub idle_timeout: Duration,
+}
+
+/// How a serving spell ended.
+enum Ended {
+    /// hyper is idle: the socket is ours again.
+    Idle,
+    /// hyper sent a 101 and left the socket alone.
+    Upgraded,
+    /// hyper closed the connection (or it failed).
+    Closed,
+}
+
+/// The client's opening bytes: HTTP/2 prior knowledge or not.
+const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Serves one cleartext connection until it closes, parked between
+/// requests. `stop` says the server is shutting down: a parked connection
+/// then closes, a serving one closes once its response is sent.
+pub async fn serve(tcp: TcpStream, front: Front, plain: Arc<Plain>, mut stop: watch::Receiver<()>) {
+    let activity = front.activity().clone();
+    let Some(mut unread) = opening(&tcp, &plain, &mut stop).await else { return };
+    if unread[..] == H2_PREFACE[..] {
+        let socket = Socket { tcp: TokioIo::new(tcp), unread, activity };
+        return Box::pin(serve_h2(socket, front, plain, stop)).await;
+    }
+    let (mut tcp, mut front) = (tcp, front);
+    loop {
+        activity.responded.store(false, Relaxed);
+        activity.read_blocked.store(false, Relaxed);
+        activity.write_blocked.store(false, Relaxed);
+        let socket = Socket { tcp: TokioIo::new(tcp), unread, activity: activity.clone() };
+        // Boxed, so that a parked connection's task is a few hundred bytes
+        // and not the size of a hyper connection.
+        let mut conn = Box::new(plain.h1.serve_connection(socket, front));
+        match serve_until_idle(&mut conn, &activity).await {
+            Ended::Closed => return,
+            Ended::Upgraded => {
+                let (parts, tx) = (conn.into_parts(), activity.upgrade_waiter());
+                if let Some(tx) = tx {
+                    let _ = tx.send((parts.io.tcp.into_inner(), join(parts.read_buf, parts.io.unread)));
+                }
+                return;
+            }
+            Ended::Idle => {
+                let parts = conn.into_parts();
+                // A copy, so that a partial next request does not keep
+                // hyper's whole read buffer alive.
+                (tcp, unread, front) =
+                    (parts.io.tcp.into_inner(), join(parts.read_buf, parts.io.unread), parts.service);
+            }
+        }
+        let deadline = tokio::time::Instant::now() + plain.idle_timeout;
+        if stop.has_changed().unwrap_or(true) || !readable(&tcp, deadline, &mut stop).await {
+            return;
+        }
+    }
+}
+
+/// HTTP/2 with prior knowledge: hyper's, unchanged.
+async fn serve_h2(socket: Socket, front: Front, plain: Arc<Plain>, mut stop: watch::Receiver<()>) {
+    let conn = plain.h2.serve_connection(socket, front);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = stop.changed() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+/// Waits until the client sends something: `false` if it stays silent
+/// until `deadline`, the socket fails, or the server stops.
+async fn readable(tcp: &TcpStream, deadline: tokio::time::Instant, stop: &mut watch::Receiver<()>) -> bool {
+    // By hand rather than `select!` over `timeout(tcp.readable())`: this
+    // is what a parked connection's task holds, and these are its bytes.
+    let mut timeout = std::pin::pin!(tokio::time::sleep_until(deadline));
+    let mut stopped = std::pin::pin!(stop.changed());
+    poll_fn(|cx| {
+        if let Poll::Ready(ready) = tcp.poll_read_ready(cx) {
+            return Poll::Ready(ready.is_ok());
+        }
+        if timeout.as_mut().poll(cx).is_ready() || stopped.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(false);
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Waits for the client's first bytes and reads up to the length of the
+/// HTTP/2 preface (less once they cannot be it); `None` if the client
+/// closes, stays silent for the idle timeout, or the server stops.
+async fn opening(tcp: &TcpStream, plain: &Plain, stop: &mut watch::Receiver<()>) -> Option<Bytes> {
+    let deadline = tokio::time::Instant::now() + plain.idle_timeout;
+    let mut head = [0u8; H2_PREFACE.len()];
+    let mut n = 0;
+    while n == 0 || (n < head.len() && H2_PREFACE.starts_with(&head[..n])) {
+        if !readable(tcp, deadline, stop).await {
+            return None;
+        }
+        match tcp.try_read(&mut head[n..]) {
+            Ok(0) => return None,
+            Ok(read) => n += read,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(_) => return None,
+        }
+    }
+    Some(Bytes::copy_from_slice(&head[..n]))
+}
+
+/// Drives hyper until the connection is idle, upgraded or closed.
+async fn serve_until_idle(conn: &mut http1::Connection<Socket, Front>, activity: &Activity) -> Ended {
+    // Set once a shutdown found hyper busy after all: it then finishes
+    // what it was doing and closes the connection, as it decides.
+    let mut closing = false;
+    poll_fn(|cx| {
+        match Pin::new(&mut *conn).poll(cx) {
+            Poll::Ready(_) if activity.upgrade.lock().is_ok_and(|u| u.is_some()) => Poll::Ready(Ended::Upgraded),
+            Poll::Ready(_) => Poll::Ready(Ended::Closed),
+            Poll::Pending if closing || !activity.quiet() => Poll::Pending,
+            Poll::Pending => {
+                // hyper closes a connection at once if it is idle, and the
+                // socket is left open by `poll_without_shutdown`. If it
+                // does not close at once it was not idle, and its shutdown
+                // is hyper's ordinary one.
+                Pin::new(&mut *conn).graceful_shutdown();
+                match conn.poll_without_shutdown(cx) {
+                    Poll::Ready(Ok(())) => Poll::Ready(Ended::Idle),
+                    Poll::Ready(Err(_)) => Poll::Ready(Ended::Closed),
+                    Poll::Pending => {
+                        closing = true;
+                        Poll::Pending
+                    }
+                }
+            }
+        }
+    })
+    .await
+}
+
+/// `first` then `rest` as one small buffer of its own.
+fn join(first: Bytes, rest: Bytes) -> Bytes {
+    if first.is_empty() && rest.is_empty() {
+        return Bytes::new();
+    }
+    let mut joined = Vec::with_capacity(first.len() + rest.len());
+    joined.extend_from_slice(&first);
+    joined.extend_from_slice(&rest);
+    Bytes::from(joined)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a parked connection holds besides its socket is this task:
+    /// hyper's connection (744 bytes without its buffers) is boxed and gone
+    /// while parked, and the task must stay well under a hyper buffer.
+    #[tokio::test]
+    async fn a_connections_task_is_smaller_than_one_of_hypers_buffers() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let tcp = TcpStream::connect(listener.local_addr().expect("addr")).await.expect("connect");
+        let front = Front::new(axum::Router::new(), None, "127.0.0.1:1".parse().expect("addr"), true);
+        let h2 = http2::Builder::new(TokioExecutor::new());
+        let plain = Arc::new(Plain { h1: http1::Builder::new(), h2, idle_timeout: Duration::from_secs(1) });
+        let (_stop, stopping) = watch::channel(());
+        let task = serve(tcp, front, plain, stopping);
+        assert!(std::mem::size_of_val(&task) <= 1024, "the task's future is {} bytes", std::mem::size_of_val(&task));
+    }
+}

@@ -15,6 +15,11 @@
 //!   and `poll_without_shutdown` hand the socket back untouched, with any
 //!   bytes of a next request hyper had read, and the connection parks.
 //!
+//! TLS connections park the same way; rustls's state stays with them (its
+//! keys and a 4 KB read buffer it does not free), so a parked TLS
+//! connection costs several times a cleartext one. ALPN `h2` goes to
+//! hyper's HTTP/2.
+//!
 //! What hyper decides to close (`connection: close`, errors, its header
 //! timeout) it closes as before. A parked connection waits at most the
 //! idle timeout for its next first byte, and hyper's header timeout then
@@ -37,8 +42,10 @@ use hyper::body::{Body, Frame, SizeHint};
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper::server::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, watch};
+use tokio_rustls::server::TlsStream;
 
 use super::server::Front;
 
@@ -56,17 +63,53 @@ pub struct Activity {
     read_blocked: AtomicBool,
     /// The last write returned `Pending`: hyper still holds bytes to send.
     write_blocked: AtomicBool,
-    /// Plain connections hand WebSocket upgrades over (`HandOff`).
-    hands_off: bool,
     upgrade: Mutex<Option<oneshot::Sender<Upgraded>>>,
 }
 
-/// An upgraded socket and the bytes hyper read past the handshake.
-pub type Upgraded = (TcpStream, Bytes);
+/// An upgraded connection and the bytes hyper read past the handshake.
+pub type Upgraded = (Stream, Bytes);
+
+/// What an upgraded connection runs on.
+pub enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// A connection's byte stream: a TCP socket, or TLS over one.
+pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {
+    /// Ready once the socket under the stream has something to read (or
+    /// has failed). Asked only after a read returned `Pending`, when
+    /// nothing readable is buffered above the socket.
+    fn poll_socket_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+    fn into_stream(self) -> Stream;
+}
+
+impl Transport for TcpStream {
+    fn poll_socket_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_read_ready(cx)
+    }
+
+    fn into_stream(self) -> Stream {
+        Stream::Tcp(self)
+    }
+}
+
+impl Transport for TlsStream<TcpStream> {
+    fn poll_socket_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // tokio-rustls returns `Pending` only once rustls holds no
+        // plaintext and the socket would block, so the socket's readiness
+        // is the stream's.
+        self.get_ref().0.poll_read_ready(cx)
+    }
+
+    fn into_stream(self) -> Stream {
+        Stream::Tls(Box::new(self))
+    }
+}
 
 impl Activity {
-    pub fn new(hands_off: bool) -> Arc<Activity> {
-        Arc::new(Activity { hands_off, ..Activity::default() })
+    pub fn new() -> Arc<Activity> {
+        Arc::new(Activity::default())
     }
 
     fn quiet(&self) -> bool {
@@ -77,13 +120,10 @@ impl Activity {
     }
 
     /// A request with an `Upgrade` header: its handler may take the socket.
-    pub fn hand_off(&self) -> Option<HandOff> {
-        if !self.hands_off {
-            return None;
-        }
+    pub fn hand_off(&self) -> HandOff {
         let (tx, rx) = oneshot::channel();
         *self.upgrade.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
-        Some(HandOff(Arc::new(Mutex::new(Some(rx)))))
+        HandOff(Arc::new(Mutex::new(Some(rx))))
     }
 
     /// Where the socket goes after a 101: a handler that took the
@@ -94,7 +134,7 @@ impl Activity {
     }
 }
 
-/// A request extension on upgrade requests of plain connections: the
+/// A request extension on upgrade requests of HTTP/1 connections: the
 /// WebSocket handler takes the receiver and gets the socket once hyper
 /// has sent the 101. (`Clone` because request extensions must be.)
 #[derive(Clone)]
@@ -153,15 +193,15 @@ impl Body for Tracked {
     }
 }
 
-/// The socket under one serving spell: first the bytes read before it
-/// began, then the socket; records what the last read and write did.
-struct Socket {
-    tcp: TokioIo<TcpStream>,
+/// The stream under one serving spell: first the bytes read before it
+/// began, then the stream; records what the last read and write did.
+struct Socket<T> {
+    io: TokioIo<T>,
     unread: Bytes,
     activity: Arc<Activity>,
 }
 
-impl Read for Socket {
+impl<T: Transport> Read for Socket<T> {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, mut buf: ReadBufCursor<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if !this.unread.is_empty() {
@@ -170,24 +210,24 @@ impl Read for Socket {
             this.unread.advance(n);
             return Poll::Ready(Ok(()));
         }
-        let read = Pin::new(&mut this.tcp).poll_read(cx, buf);
+        let read = Pin::new(&mut this.io).poll_read(cx, buf);
         this.activity.read_blocked.store(read.is_pending(), Relaxed);
         read
     }
 }
 
-impl Socket {
-    fn wrote<T>(&self, write: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+impl<T> Socket<T> {
+    fn wrote<R>(&self, write: Poll<io::Result<R>>) -> Poll<io::Result<R>> {
         self.activity.write_blocked.store(write.is_pending(), Relaxed);
         self.activity.read_blocked.store(false, Relaxed);
         write
     }
 }
 
-impl Write for Socket {
+impl<T: Transport> Write for Socket<T> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        let write = Pin::new(&mut this.tcp).poll_write(cx, buf);
+        let write = Pin::new(&mut this.io).poll_write(cx, buf);
         this.wrote(write)
     }
 
@@ -197,21 +237,26 @@ impl Write for Socket {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        let write = Pin::new(&mut this.tcp).poll_write_vectored(cx, bufs);
+        let write = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
         this.wrote(write)
     }
 
     fn is_write_vectored(&self) -> bool {
         // hyper copies every body into its buffer unless this says yes.
-        self.tcp.is_write_vectored()
+        self.io.is_write_vectored()
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
+        // TLS keeps records it could not send yet until a flush. hyper
+        // flushes after every read too, so this leaves `read_blocked` be.
+        let this = self.get_mut();
+        let flush = Pin::new(&mut this.io).poll_flush(cx);
+        this.activity.write_blocked.store(flush.is_pending(), Relaxed);
+        flush
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
     }
 }
 
@@ -241,18 +286,31 @@ const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// requests. `stop` says the server is shutting down: a parked connection
 /// then closes, a serving one closes once its response is sent.
 pub async fn serve(tcp: TcpStream, front: Front, plain: Arc<Plain>, mut stop: watch::Receiver<()>) {
-    let activity = front.activity().clone();
-    let Some(mut unread) = opening(&tcp, &plain, &mut stop).await else { return };
+    let Some(unread) = opening(&tcp, &plain, &mut stop).await else { return };
     if unread[..] == H2_PREFACE[..] {
-        let socket = Socket { tcp: TokioIo::new(tcp), unread, activity };
-        return Box::pin(serve_h2(socket, front, plain, stop)).await;
+        return Box::pin(serve_h2(tcp, unread, front, plain, stop)).await;
     }
-    let (mut tcp, mut front) = (tcp, front);
+    serve_h1(tcp, unread, front, plain, stop).await
+}
+
+/// `serve` for a TLS connection after its handshake: HTTP/2 when ALPN
+/// chose it, else HTTP/1 parked between requests.
+pub async fn serve_tls(tls: TlsStream<TcpStream>, front: Front, plain: Arc<Plain>, stop: watch::Receiver<()>) {
+    if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+        return Box::pin(serve_h2(tls, Bytes::new(), front, plain, stop)).await;
+    }
+    serve_h1(tls, Bytes::new(), front, plain, stop).await
+}
+
+/// HTTP/1: a hyper connection for each serving spell, parked in between.
+async fn serve_h1<T: Transport>(io: T, unread: Bytes, front: Front, plain: Arc<Plain>, mut stop: watch::Receiver<()>) {
+    let activity = front.activity().clone();
+    let (mut io, mut unread, mut front) = (io, unread, front);
     loop {
         activity.responded.store(false, Relaxed);
         activity.read_blocked.store(false, Relaxed);
         activity.write_blocked.store(false, Relaxed);
-        let socket = Socket { tcp: TokioIo::new(tcp), unread, activity: activity.clone() };
+        let socket = Socket { io: TokioIo::new(io), unread, activity: activity.clone() };
         // Boxed, so that a parked connection's task is a few hundred bytes
         // and not the size of a hyper connection.
         let mut conn = Box::new(plain.h1.serve_connection(socket, front));
@@ -261,7 +319,8 @@ pub async fn serve(tcp: TcpStream, front: Front, plain: Arc<Plain>, mut stop: wa
             Ended::Upgraded => {
                 let (parts, tx) = (conn.into_parts(), activity.upgrade_waiter());
                 if let Some(tx) = tx {
-                    let _ = tx.send((parts.io.tcp.into_inner(), join(parts.read_buf, parts.io.unread)));
+                    let stream = parts.io.io.into_inner().into_stream();
+                    let _ = tx.send((stream, join(parts.read_buf, parts.io.unread)));
                 }
                 return;
             }
@@ -269,20 +328,20 @@ pub async fn serve(tcp: TcpStream, front: Front, plain: Arc<Plain>, mut stop: wa
                 let parts = conn.into_parts();
                 // A copy, so that a partial next request does not keep
                 // hyper's whole read buffer alive.
-                (tcp, unread, front) =
-                    (parts.io.tcp.into_inner(), join(parts.read_buf, parts.io.unread), parts.service);
+                (io, unread, front) = (parts.io.io.into_inner(), join(parts.read_buf, parts.io.unread), parts.service);
             }
         }
         let deadline = tokio::time::Instant::now() + plain.idle_timeout;
-        if stop.has_changed().unwrap_or(true) || !readable(&tcp, deadline, &mut stop).await {
+        if stop.has_changed().unwrap_or(true) || !readable(&io, deadline, &mut stop).await {
             return;
         }
     }
 }
 
-/// HTTP/2 with prior knowledge: hyper's, unchanged.
-async fn serve_h2(socket: Socket, front: Front, plain: Arc<Plain>, mut stop: watch::Receiver<()>) {
-    let conn = plain.h2.serve_connection(socket, front);
+/// HTTP/2: hyper's, unchanged.
+async fn serve_h2<T: Transport>(io: T, unread: Bytes, front: Front, plain: Arc<Plain>, mut stop: watch::Receiver<()>) {
+    let activity = front.activity().clone();
+    let conn = plain.h2.serve_connection(Socket { io: TokioIo::new(io), unread, activity }, front);
     tokio::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => {}
@@ -295,13 +354,13 @@ async fn serve_h2(socket: Socket, front: Front, plain: Arc<Plain>, mut stop: wat
 
 /// Waits until the client sends something: `false` if it stays silent
 /// until `deadline`, the socket fails, or the server stops.
-async fn readable(tcp: &TcpStream, deadline: tokio::time::Instant, stop: &mut watch::Receiver<()>) -> bool {
+async fn readable<T: Transport>(io: &T, deadline: tokio::time::Instant, stop: &mut watch::Receiver<()>) -> bool {
     // By hand rather than `select!` over `timeout(tcp.readable())`: this
     // is what a parked connection's task holds, and these are its bytes.
     let mut timeout = std::pin::pin!(tokio::time::sleep_until(deadline));
     let mut stopped = std::pin::pin!(stop.changed());
     poll_fn(|cx| {
-        if let Poll::Ready(ready) = tcp.poll_read_ready(cx) {
+        if let Poll::Ready(ready) = io.poll_socket_ready(cx) {
             return Poll::Ready(ready.is_ok());
         }
         if timeout.as_mut().poll(cx).is_ready() || stopped.as_mut().poll(cx).is_ready() {
@@ -334,7 +393,7 @@ async fn opening(tcp: &TcpStream, plain: &Plain, stop: &mut watch::Receiver<()>)
 }
 
 /// Drives hyper until the connection is idle, upgraded or closed.
-async fn serve_until_idle(conn: &mut http1::Connection<Socket, Front>, activity: &Activity) -> Ended {
+async fn serve_until_idle<T: Transport>(conn: &mut http1::Connection<Socket<T>, Front>, activity: &Activity) -> Ended {
     // Set once a shutdown found hyper busy after all: it then finishes
     // what it was doing and closes the connection, as it decides.
     let mut closing = false;
@@ -385,7 +444,7 @@ mod tests {
     async fn a_connections_task_is_smaller_than_one_of_hypers_buffers() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let tcp = TcpStream::connect(listener.local_addr().expect("addr")).await.expect("connect");
-        let front = Front::new(axum::Router::new(), None, "127.0.0.1:1".parse().expect("addr"), true);
+        let front = Front::new(axum::Router::new(), None, "127.0.0.1:1".parse().expect("addr"));
         let h2 = http2::Builder::new(TokioExecutor::new());
         let plain = Arc::new(Plain { h1: http1::Builder::new(), h2, idle_timeout: Duration::from_secs(1) });
         let (_stop, stopping) = watch::channel(());

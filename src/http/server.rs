@@ -7,7 +7,7 @@
 //! connections are served by `idle`, which parks them without hyper's
 //! buffers between requests. With TLS (`ConnLimits::tls`) the handshake
 //! runs in the connection's task, under the header timeout, after the
-//! connection has taken its place, and hyper serves it as it is.
+//! connection has taken its place, and `idle` then serves it the same way.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -19,14 +19,13 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{ConnectInfo, Request};
-use axum::http::header;
+use axum::http::{Version, header};
 use axum::response::Response;
 use axum::routing::future::RouteFuture;
 use futures_util::future::{Either, Ready, ready};
 use hyper::body::Incoming;
 use hyper::server::conn::{http1, http2};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
@@ -95,14 +94,6 @@ pub async fn serve(
         },
         idle_timeout: limits.header_timeout,
     });
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
-        .max_buf_size(limits.max_header_bytes.max(8192))
-        .keep_alive(true);
-    builder.http2().timer(TokioTimer::new()).max_header_list_size(limits.max_header_bytes as u32);
     tokio::pin!(shutdown);
     loop {
         let (tcp, peer) = tokio::select! {
@@ -122,36 +113,23 @@ pub async fn serve(
             tokio::spawn(refuse(tcp));
             continue;
         };
+        let front = Front::new(app.clone(), hot.clone(), peer);
+        let (plain, stopping) = (plain.clone(), stopping.clone());
         let Some(tls) = limits.tls.clone() else {
-            let front = Front::new(app.clone(), hot.clone(), peer, true);
-            let (plain, stopping) = (plain.clone(), stopping.clone());
             tokio::spawn(async move {
                 idle::serve(tcp, front, plain, stopping).await;
                 drop(slot);
             });
             continue;
         };
-        let front = Front::new(app.clone(), hot.clone(), peer, false);
-        let (builder, mut stopping, handshake_timeout) = (builder.clone(), stopping.clone(), limits.header_timeout);
+        let handshake_timeout = limits.header_timeout;
         tokio::spawn(async move {
             // A client that never finishes its handshake must not keep its
             // slot for longer than one that never sends its headers.
-            let stream = match tokio::time::timeout(handshake_timeout, tls.acceptor.accept(tcp)).await {
-                Ok(Ok(stream)) => stream,
-                Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
-            };
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), front);
-            tokio::pin!(conn);
-            let ended = tokio::select! {
-                ended = conn.as_mut() => ended,
-                _ = stopping.changed() => {
-                    conn.as_mut().graceful_shutdown();
-                    conn.await
-                }
-            };
-            if let Err(e) = ended {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            match tokio::time::timeout(handshake_timeout, tls.acceptor.accept(tcp)).await {
+                Ok(Ok(stream)) => idle::serve_tls(stream, front, plain, stopping).await,
+                Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
             }
             drop(slot);
         });
@@ -176,10 +154,8 @@ pub struct Front {
 }
 
 impl Front {
-    /// `hands_off`: a cleartext connection, whose WebSocket upgrades take
-    /// the socket from `idle::serve` (`idle::HandOff`).
-    pub(crate) fn new(app: Router, hot: Option<Arc<dyn Answer>>, peer: SocketAddr, hands_off: bool) -> Front {
-        Front { app, hot, peer, activity: Activity::new(hands_off) }
+    pub(crate) fn new(app: Router, hot: Option<Arc<dyn Answer>>, peer: SocketAddr) -> Front {
+        Front { app, hot, peer, activity: Activity::new() }
     }
 
     pub fn activity(&self) -> &Arc<Activity> {
@@ -209,10 +185,9 @@ impl hyper::service::Service<Request<Incoming>> for Front {
             }
         }
         req.extensions_mut().insert(ConnectInfo(self.peer));
-        if req.headers().contains_key(header::UPGRADE)
-            && let Some(hand_off) = self.activity.hand_off()
-        {
-            req.extensions_mut().insert(hand_off);
+        // WebSocket upgrades take the socket from `idle` (`idle::HandOff`).
+        if req.version() == Version::HTTP_11 && req.headers().contains_key(header::UPGRADE) {
+            req.extensions_mut().insert(self.activity.hand_off());
         }
         // A `Router` is always ready (its `poll_ready` returns at once).
         Counted { inner: Either::Right(tower::Service::call(&mut self.app.clone(), req)), busy }

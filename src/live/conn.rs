@@ -24,6 +24,7 @@ use tokio::sync::oneshot;
 use super::frame::{self, OP_CLOSE};
 use super::proto;
 use super::subs::Membership;
+use crate::http::idle::{Stream, Upgraded};
 use output::write_now;
 
 mod input;
@@ -234,8 +235,8 @@ impl Conn {
 /// which would push the task into a bigger allocation.
 pub enum Upgrade {
     Waiting(hyper::upgrade::OnUpgrade, Option<Membership>),
-    /// A cleartext connection's socket, from `http::idle`.
-    HandedOff(oneshot::Receiver<(TcpStream, Bytes)>, Option<Membership>),
+    /// The connection's stream, from `http::idle`.
+    HandedOff(oneshot::Receiver<Upgraded>, Option<Membership>),
     Running(Conn),
     Done,
 }
@@ -244,7 +245,7 @@ pub fn upgrade(on_upgrade: hyper::upgrade::OnUpgrade, member: Membership) -> Upg
     Upgrade::Waiting(on_upgrade, Some(member))
 }
 
-pub fn handed_off(socket: oneshot::Receiver<(TcpStream, Bytes)>, member: Membership) -> Upgrade {
+pub fn handed_off(socket: oneshot::Receiver<Upgraded>, member: Membership) -> Upgrade {
     Upgrade::HandedOff(socket, Some(member))
 }
 
@@ -255,7 +256,12 @@ impl Future for Upgrade {
         let this = &mut *self;
         if let Upgrade::HandedOff(socket, member) = this {
             *this = match (ready!(Pin::new(socket).poll(cx)), member.take()) {
-                (Ok((tcp, leftover)), Some(member)) => Upgrade::Running(Conn::new(tcp, member, &leftover)),
+                (Ok((Stream::Tcp(tcp), leftover)), Some(member)) => Upgrade::Running(Conn::new(tcp, member, &leftover)),
+                (Ok((Stream::Tls(tls), leftover)), Some(member)) => {
+                    // Over TLS: relay through a loopback pair (`tls_bridge`).
+                    tokio::spawn(super::tls_bridge::run(*tls, leftover, member));
+                    Upgrade::Done
+                }
                 _ => Upgrade::Done,
             };
         }

@@ -1,6 +1,7 @@
 //! Keep-alive connections parked between requests (`http::idle`): a
 //! cleartext connection gives hyper's buffers back whenever it waits for
-//! its client, and must still serve everything a client may send.
+//! its client, and must still serve everything a client may send (TLS
+//! connections park too: tests/it/tls.rs).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -8,16 +9,16 @@ use std::time::Duration;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use pith::http::server::ConnLimits;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::hygiene::{HEALTH, serve};
 
-const GET: &[u8] = b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n";
+pub const GET: &[u8] = b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n";
 
-/// Reads `n` whole responses (each with a `content-length`) off `tcp`;
-/// returns their status lines and bodies.
-async fn responses(tcp: &mut TcpStream, n: usize) -> Vec<(String, String)> {
+/// Reads `n` whole responses (each with a `content-length`) off `tcp` (a
+/// socket or a TLS stream); returns their status lines and bodies.
+pub async fn responses<S: AsyncRead + Unpin>(tcp: &mut S, n: usize) -> Vec<(String, String)> {
     let mut buf = Vec::new();
     let mut out = Vec::new();
     let mut chunk = [0u8; 4096];

@@ -6,7 +6,7 @@
 //! idle ones ~200 MB. So a cleartext connection here alternates between
 //! two states, written by hand because hyper has no idle hook:
 //!
-//! - **parked**: only the socket and this task (a few hundred bytes) while
+//! - **parked**: only the socket and this task (under 1 KB) while
 //!   waiting for the client's next request;
 //! - **serving**: a hyper `http1::Connection` over the socket from the
 //!   first byte of a request until hyper is idle again: a response sent,
@@ -303,16 +303,21 @@ pub async fn serve_tls(tls: TlsStream<TcpStream>, front: Front, plain: Arc<Plain
 }
 
 /// HTTP/1: a hyper connection for each serving spell, parked in between.
-async fn serve_h1<T: Transport>(io: T, unread: Bytes, front: Front, plain: Arc<Plain>, mut stop: watch::Receiver<()>) {
+async fn serve_h1<T: Transport>(
+    mut io: T,
+    mut unread: Bytes,
+    mut front: Front,
+    plain: Arc<Plain>,
+    mut stop: watch::Receiver<()>,
+) {
     let activity = front.activity().clone();
-    let (mut io, mut unread, mut front) = (io, unread, front);
     loop {
         activity.responded.store(false, Relaxed);
         activity.read_blocked.store(false, Relaxed);
         activity.write_blocked.store(false, Relaxed);
         let socket = Socket { io: TokioIo::new(io), unread, activity: activity.clone() };
-        // Boxed, so that a parked connection's task is a few hundred bytes
-        // and not the size of a hyper connection.
+        // Boxed, so that a parked connection's task stays under 1 KB
+        // instead of the size of a hyper connection.
         let mut conn = Box::new(plain.h1.serve_connection(socket, front));
         match serve_until_idle(&mut conn, &activity).await {
             Ended::Closed => return,

@@ -118,9 +118,7 @@ impl Server {
 
     /// Resident memory in bytes (`VmRSS`).
     pub fn rss(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("status");
-        let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).expect("VmRSS");
-        kb.trim().trim_end_matches("kB").trim().parse::<u64>().expect("number") * 1024
+        rss_of(self.child.id())
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -157,4 +155,11 @@ impl Drop for Server {
             let _ = self.child.wait();
         }
     }
+}
+
+/// A process's resident memory in bytes (`VmRSS`).
+pub fn rss_of(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).expect("VmRSS");
+    kb.trim().trim_end_matches("kB").trim().parse::<u64>().expect("number") * 1024
 }

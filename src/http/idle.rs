@@ -77,6 +77,9 @@ pub enum Stream {
 
 /// A connection's byte stream: a TCP socket, or TLS over one.
 pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {
+    /// Whether a flush can find bytes still to send (TLS records); a TCP
+    /// socket's flush does nothing.
+    const BUFFERS_WRITES: bool;
     /// Ready once the socket under the stream has something to read (or
     /// has failed). Asked only after a read returned `Pending`, when
     /// nothing readable is buffered above the socket.
@@ -85,6 +88,8 @@ pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {
 }
 
 impl Transport for TcpStream {
+    const BUFFERS_WRITES: bool = false;
+
     fn poll_socket_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.poll_read_ready(cx)
     }
@@ -95,6 +100,8 @@ impl Transport for TcpStream {
 }
 
 impl Transport for TlsStream<TcpStream> {
+    const BUFFERS_WRITES: bool = true;
+
     fn poll_socket_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         // tokio-rustls returns `Pending` only once rustls holds no
         // plaintext and the socket would block, so the socket's readiness
@@ -251,7 +258,9 @@ impl<T: Transport> Write for Socket<T> {
         // flushes after every read too, so this leaves `read_blocked` be.
         let this = self.get_mut();
         let flush = Pin::new(&mut this.io).poll_flush(cx);
-        this.activity.write_blocked.store(flush.is_pending(), Relaxed);
+        if T::BUFFERS_WRITES {
+            this.activity.write_blocked.store(flush.is_pending(), Relaxed);
+        }
         flush
     }
 

@@ -28,16 +28,20 @@ remove_work() {
     # shellcheck disable=SC2086
     for pattern in "${WORK_DATA[@]}"; do rm -rf "$WORK"/$pattern; done
     [[ $OUT == "$WORK/out" ]] && rm -rf "$WORK"
+    # With the caller's OUT, WORK goes too once nothing else is left in it.
+    rmdir "$WORK" 2>/dev/null || true
     return 0
 }
 
-# Stops every pid in PIDS: SIGTERM to all, then up to 10 s each (pith
-# commits queued writes and checkpoints on SIGTERM), then SIGKILL.
-stop_pids() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do
-        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+# Stops the given pids (default: every pid in PIDS): SIGTERM to all, then
+# up to STOP_WAIT seconds each (default 10; pith commits queued writes and
+# checkpoints on SIGTERM), then SIGKILL.
+stop_pids() { # [pid...]
+    local pid pids=("$@")
+    ((${#pids[@]} > 0)) || pids=("${PIDS[@]}")
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do
+        for _ in $(seq $((${STOP_WAIT:-10} * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         kill -KILL "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done

@@ -35,13 +35,6 @@ export PITH_RATE_LIMITS=${PITH_RATE_LIMITS:-false}
 
 bench_workdir scaling 'data-*'
 
-stop() { # pid
-    kill -TERM "$1" 2>/dev/null || true
-    for _ in $(seq 300); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$1" 2>/dev/null || true
-    wait "$1" 2>/dev/null || true
-}
-
 if [[ -n ${PITH_BIN:-} ]]; then BIN=$PITH_BIN; else cargo build --release --quiet; BIN=target/release/pith; fi
 
 "$BIN" bench hello --listen "127.0.0.1:$HELLO_PORT" 2>"$OUT/hello.log" &
@@ -84,7 +77,8 @@ for scale in $SCALES; do
     load "$OUT/size-$scale-pith.json" "pith" "$PORT" "$pid" 400 "$token" "$topics"
     load "$OUT/size-$scale-hello.json" "hello" "$HELLO_PORT" "$HELLO_PID" 400 "$token" "$topics"
     FILES+=("$OUT/size-$scale-pith.json" "$OUT/size-$scale-hello.json")
-    stop "$pid"
+    # Up to 30 s: a large data set checkpoints on the way out.
+    STOP_WAIT=30 stop_pids "$pid"
     row=$(jq -r --argjson posts "$posts" --argjson db "$db_mb" --argjson seed "$seed_s" --slurpfile h "$OUT/size-$scale-hello.json" \
         '"| \($posts) | \(.topics) | \($db) MB (seeded and opened in \($seed) s) | \(.total.requests_per_s | floor) | \((.total.requests_per_s / $h[0].total.requests_per_s * 100 | floor) / 100) | \(.reads.latency_ms.p99) ms | \(.server_rss_mb | floor) MB | \(.server_peak_rss_mb | floor) MB |"' \
         "$OUT/size-$scale-pith.json")
@@ -134,7 +128,7 @@ if ((IDLE > 0)); then
         rss_idle=$(awk '/^VmRSS:/ { printf "%.0f", $2 * 1024 / 1e6 }' "/proc/$tpid/status")
         load "$OUT/idle-$target.json" "$target" "$port" "$tpid" 400 "$token" "$topics"
         CFILES+=("$OUT/idle-$target.json")
-        stop "$idle_pid"
+        stop_pids "$idle_pid"
         IDLE_NOTES+=("- $target: $(head -n1 "$OUT/idle-$target.log" | sed 's/^idle.py: //'); $(tail -n1 "$OUT/idle-$target.log" | sed 's/^idle.py: //'); server RSS with them all open before the load: $rss_idle MB")
     done
 fi

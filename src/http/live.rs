@@ -2,9 +2,9 @@
 //! (the same events as Server-Sent Events). docs/LIVE.md is the protocol.
 //!
 //! The WebSocket handshake is answered here by hand. Once the 101 is sent,
-//! the raw `TcpStream` is given to `live::Conn` (by `http::idle` on a
-//! cleartext connection, out of hyper's upgrade over TLS), so no HTTP or
-//! WebSocket-library buffers outlive the handshake.
+//! `http::idle` gives the connection's stream to `live::Conn` (the raw
+//! `TcpStream`; over TLS, through the relay in `live::tls_bridge`), so no
+//! HTTP or WebSocket-library buffers outlive the handshake.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Weak;
@@ -42,17 +42,21 @@ pub struct LiveQuery {
 async fn websocket<S: Store>(
     State(state): State<AppState<S>>,
     Query(q): Query<LiveQuery>,
-    mut req: Request,
+    req: Request,
 ) -> AppResult<Response> {
     let accept = accept_key(req.headers())?;
+    // The connection hands its stream over itself (`http::idle`), on
+    // HTTP/1.1 only.
+    let Some(socket) = req.extensions().get::<HandOff>().and_then(HandOff::take) else {
+        return Err(AppError::Rejected(
+            StatusCode::UPGRADE_REQUIRED,
+            "websocket_required",
+            "WebSocket upgrades need HTTP/1.1".into(),
+        ));
+    };
     let (ip, bearer) = caller(&req);
     let member = join(&state, &q, ip, bearer).await?;
-    // A cleartext connection hands its socket over itself (`idle`);
-    // over TLS, hyper's upgrade does.
-    match req.extensions().get::<HandOff>().and_then(HandOff::take) {
-        Some(socket) => tokio::spawn(crate::live::conn::handed_off(socket, member)),
-        None => tokio::spawn(crate::live::conn::upgrade(hyper::upgrade::on(&mut req), member)),
-    };
+    tokio::spawn(crate::live::conn::handed_off(socket, member));
     Ok((
         StatusCode::SWITCHING_PROTOCOLS,
         [

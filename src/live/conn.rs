@@ -16,7 +16,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
-use hyper_util::rt::TokioIo;
 use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -229,20 +228,15 @@ impl Conn {
     }
 }
 
-/// A WebSocket's whole life after the 101, as one task: wait for hyper to
-/// hand the socket over, then run the connection. Written by hand because
-/// an `async fn` keeps the waiting state's fields beside the connection's,
-/// which would push the task into a bigger allocation.
+/// A WebSocket's whole life after the 101, as one task: wait for the
+/// connection (`http::idle`) to hand the stream over once hyper has sent
+/// the 101, then run it. Written by hand because an `async fn` keeps the
+/// waiting state's fields beside the connection's, which would push the
+/// task into a bigger allocation.
 pub enum Upgrade {
-    Waiting(hyper::upgrade::OnUpgrade, Option<Membership>),
-    /// The connection's stream, from `http::idle`.
     HandedOff(oneshot::Receiver<Upgraded>, Option<Membership>),
     Running(Conn),
     Done,
-}
-
-pub fn upgrade(on_upgrade: hyper::upgrade::OnUpgrade, member: Membership) -> Upgrade {
-    Upgrade::Waiting(on_upgrade, Some(member))
 }
 
 pub fn handed_off(socket: oneshot::Receiver<Upgraded>, member: Membership) -> Upgrade {
@@ -262,41 +256,8 @@ impl Future for Upgrade {
                     tokio::spawn(super::tls_bridge::run(*tls, leftover, member));
                     Upgrade::Done
                 }
+                // The connection closed before the 101 went out.
                 _ => Upgrade::Done,
-            };
-        }
-        if let Upgrade::Waiting(on_upgrade, member) = this {
-            let upgraded = match Pin::new(on_upgrade).poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Ok(u)) => u,
-                Poll::Ready(Err(e)) => {
-                    tracing::debug!("live: upgrade failed: {e}");
-                    *this = Upgrade::Done;
-                    return Poll::Ready(());
-                }
-            };
-            // axum serves `TokioIo<TcpStream>` through hyper-util's auto
-            // builder, which wraps it to sniff the HTTP version; this
-            // unwraps both and returns what hyper read past the handshake.
-            let parts = match hyper_util::server::conn::auto::upgrade::downcast::<TokioIo<TcpStream>>(upgraded) {
-                Ok(parts) => parts,
-                Err(upgraded) => {
-                    // Over TLS: relay through a loopback pair (`tls_bridge`).
-                    type Tls = TokioIo<tokio_rustls::server::TlsStream<TcpStream>>;
-                    if let (Ok(parts), Some(member)) =
-                        (hyper_util::server::conn::auto::upgrade::downcast::<Tls>(upgraded), member.take())
-                    {
-                        tokio::spawn(super::tls_bridge::run(parts.io.into_inner(), parts.read_buf, member));
-                    } else {
-                        tracing::error!("live: the upgraded connection is neither TCP nor TLS; dropping it");
-                    }
-                    *this = Upgrade::Done;
-                    return Poll::Ready(());
-                }
-            };
-            *this = match member.take() {
-                Some(member) => Upgrade::Running(Conn::new(parts.io.into_inner(), member, &parts.read_buf)),
-                None => Upgrade::Done,
             };
         }
         match this {
@@ -349,14 +310,15 @@ mod tests {
     async fn the_connection_task_is_small() {
         let hub = crate::live::Hub::new(&crate::config::LiveConfig::default(), None);
         let member = Membership::join(&hub, std::net::Ipv4Addr::LOCALHOST.into()).expect("join");
-        let mut req = axum::http::Request::new(());
-        let task = upgrade(hyper::upgrade::on(&mut req), member);
+        let (socket, rx) = oneshot::channel();
+        let task = handed_off(rx, member);
         assert!(
             std::mem::size_of_val(&task) <= TASK_BUDGET,
             "the task's future is {} bytes",
             std::mem::size_of_val(&task)
         );
         assert!(std::mem::size_of::<Conn>() <= TASK_BUDGET, "Conn is {} bytes", std::mem::size_of::<Conn>());
+        drop(socket);
         task.await;
         assert_eq!(hub.sockets(), 0, "a failed upgrade frees the slot");
     }

@@ -362,6 +362,28 @@ async fn raw_connect(addr: SocketAddr, query: &str) -> TcpStream {
     tcp
 }
 
+/// Only HTTP/1.1 connections hand their stream over (`http::idle`): an
+/// upgrade over HTTP/1.0 gets a 426 with the error shape, and no socket.
+#[tokio::test]
+async fn a_websocket_upgrade_not_over_http_1_1_is_refused_with_426() {
+    let app = spawn_live(|_| {}).await;
+    let mut tcp = TcpStream::connect(app.addr).await.expect("connect");
+    let req = format!(
+        "GET /api/v1/live?topics=1 HTTP/1.0\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        app.addr
+    );
+    tcp.write_all(req.as_bytes()).await.expect("write");
+    let mut out = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut out)).await;
+    assert!(matches!(read, Ok(Ok(_))), "the HTTP/1.0 answer did not end: {read:?}");
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.starts_with("HTTP/1.0 426") || text.starts_with("HTTP/1.1 426"), "{text}");
+    assert!(text.contains(r#""code":"websocket_required""#), "{text}");
+    assert_eq!(app.state.live.sockets(), 0);
+    app.stop().await;
+}
+
 /// Reads frames until a close frame; returns its code (None on EOF first).
 async fn read_until_close(tcp: &mut TcpStream) -> Option<u16> {
     let mut buf = Vec::new();

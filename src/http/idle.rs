@@ -1,9 +1,9 @@
-//! Cleartext connections that hold no buffers while idle.
+//! Connections that hold no hyper buffers while idle.
 //!
 //! hyper gives every HTTP/1 connection an 8 KB write buffer and an 8-16 KB
 //! read buffer when it opens and keeps both until it closes, and no
 //! setting gives them back: 400 keep-alive connections cost ~10 MB, 10,000
-//! idle ones ~200 MB. So a cleartext connection here alternates between
+//! idle ones ~200 MB. So an HTTP/1 connection here alternates between
 //! two states, written by hand because hyper has no idle hook:
 //!
 //! - **parked**: only the socket and this task (under 1 KB) while
@@ -269,8 +269,8 @@ impl<T: Transport> Write for Socket<T> {
     }
 }
 
-/// hyper's settings for cleartext connections, shared by all of them.
-pub struct Plain {
+/// hyper's settings for every connection, and how long one stays parked.
+pub struct Settings {
     pub h1: http1::Builder,
     pub h2: http2::Builder<TokioExecutor>,
     /// How long a parked connection waits for its next request (hyper's
@@ -294,21 +294,21 @@ const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// Serves one cleartext connection until it closes, parked between
 /// requests. `stop` says the server is shutting down: a parked connection
 /// then closes, a serving one closes once its response is sent.
-pub async fn serve(tcp: TcpStream, front: Front, plain: Arc<Plain>, mut stop: watch::Receiver<()>) {
-    let Some(unread) = opening(&tcp, &plain, &mut stop).await else { return };
+pub async fn serve(tcp: TcpStream, front: Front, settings: Arc<Settings>, mut stop: watch::Receiver<()>) {
+    let Some(unread) = opening(&tcp, &settings, &mut stop).await else { return };
     if unread[..] == H2_PREFACE[..] {
-        return Box::pin(serve_h2(tcp, unread, front, plain, stop)).await;
+        return Box::pin(serve_h2(tcp, unread, front, settings, stop)).await;
     }
-    serve_h1(tcp, unread, front, plain, stop).await
+    serve_h1(tcp, unread, front, settings, stop).await
 }
 
 /// `serve` for a TLS connection after its handshake: HTTP/2 when ALPN
 /// chose it, else HTTP/1 parked between requests.
-pub async fn serve_tls(tls: TlsStream<TcpStream>, front: Front, plain: Arc<Plain>, stop: watch::Receiver<()>) {
+pub async fn serve_tls(tls: TlsStream<TcpStream>, front: Front, settings: Arc<Settings>, stop: watch::Receiver<()>) {
     if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
-        return Box::pin(serve_h2(tls, Bytes::new(), front, plain, stop)).await;
+        return Box::pin(serve_h2(tls, Bytes::new(), front, settings, stop)).await;
     }
-    serve_h1(tls, Bytes::new(), front, plain, stop).await
+    serve_h1(tls, Bytes::new(), front, settings, stop).await
 }
 
 /// HTTP/1: a hyper connection for each serving spell, parked in between.
@@ -316,7 +316,7 @@ async fn serve_h1<T: Transport>(
     mut io: T,
     mut unread: Bytes,
     mut front: Front,
-    plain: Arc<Plain>,
+    settings: Arc<Settings>,
     mut stop: watch::Receiver<()>,
 ) {
     let activity = front.activity().clone();
@@ -327,7 +327,7 @@ async fn serve_h1<T: Transport>(
         let socket = Socket { io: TokioIo::new(io), unread, activity: activity.clone() };
         // Boxed, so that a parked connection's task stays under 1 KB
         // instead of the size of a hyper connection.
-        let mut conn = Box::new(plain.h1.serve_connection(socket, front));
+        let mut conn = Box::new(settings.h1.serve_connection(socket, front));
         match serve_until_idle(&mut conn, &activity).await {
             Ended::Closed => return,
             Ended::Upgraded => {
@@ -345,7 +345,7 @@ async fn serve_h1<T: Transport>(
                 (io, unread, front) = (parts.io.io.into_inner(), join(parts.read_buf, parts.io.unread), parts.service);
             }
         }
-        let deadline = tokio::time::Instant::now() + plain.idle_timeout;
+        let deadline = tokio::time::Instant::now() + settings.idle_timeout;
         if stop.has_changed().unwrap_or(true) || !readable(&io, deadline, &mut stop).await {
             return;
         }
@@ -353,9 +353,15 @@ async fn serve_h1<T: Transport>(
 }
 
 /// HTTP/2: hyper's, unchanged.
-async fn serve_h2<T: Transport>(io: T, unread: Bytes, front: Front, plain: Arc<Plain>, mut stop: watch::Receiver<()>) {
+async fn serve_h2<T: Transport>(
+    io: T,
+    unread: Bytes,
+    front: Front,
+    settings: Arc<Settings>,
+    mut stop: watch::Receiver<()>,
+) {
     let activity = front.activity().clone();
-    let conn = plain.h2.serve_connection(Socket { io: TokioIo::new(io), unread, activity }, front);
+    let conn = settings.h2.serve_connection(Socket { io: TokioIo::new(io), unread, activity }, front);
     tokio::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => {}
@@ -388,8 +394,8 @@ async fn readable<T: Transport>(io: &T, deadline: tokio::time::Instant, stop: &m
 /// Waits for the client's first bytes and reads up to the length of the
 /// HTTP/2 preface (less once they cannot be it); `None` if the client
 /// closes, stays silent for the idle timeout, or the server stops.
-async fn opening(tcp: &TcpStream, plain: &Plain, stop: &mut watch::Receiver<()>) -> Option<Bytes> {
-    let deadline = tokio::time::Instant::now() + plain.idle_timeout;
+async fn opening(tcp: &TcpStream, settings: &Settings, stop: &mut watch::Receiver<()>) -> Option<Bytes> {
+    let deadline = tokio::time::Instant::now() + settings.idle_timeout;
     let mut head = [0u8; H2_PREFACE.len()];
     let mut n = 0;
     while n == 0 || (n < head.len() && H2_PREFACE.starts_with(&head[..n])) {
@@ -460,9 +466,9 @@ mod tests {
         let tcp = TcpStream::connect(listener.local_addr().expect("addr")).await.expect("connect");
         let front = Front::new(axum::Router::new(), None, "127.0.0.1:1".parse().expect("addr"));
         let h2 = http2::Builder::new(TokioExecutor::new());
-        let plain = Arc::new(Plain { h1: http1::Builder::new(), h2, idle_timeout: Duration::from_secs(1) });
+        let settings = Arc::new(Settings { h1: http1::Builder::new(), h2, idle_timeout: Duration::from_secs(1) });
         let (_stop, stopping) = watch::channel(());
-        let task = serve(tcp, front, plain, stopping);
+        let task = serve(tcp, front, settings, stopping);
         assert!(std::mem::size_of_val(&task) <= 1024, "the task's future is {} bytes", std::mem::size_of_val(&task));
     }
 }

@@ -78,7 +78,7 @@ pub async fn serve(
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     // Every connection watches this; it changes (or closes) on shutdown.
     let (stop, stopping) = watch::channel(());
-    let plain = Arc::new(idle::Plain {
+    let settings = Arc::new(idle::Settings {
         h1: {
             let mut h1 = http1::Builder::new();
             h1.timer(TokioTimer::new())
@@ -114,10 +114,10 @@ pub async fn serve(
             continue;
         };
         let front = Front::new(app.clone(), hot.clone(), peer);
-        let (plain, stopping) = (plain.clone(), stopping.clone());
+        let (settings, stopping) = (settings.clone(), stopping.clone());
         let Some(tls) = limits.tls.clone() else {
             tokio::spawn(async move {
-                idle::serve(tcp, front, plain, stopping).await;
+                idle::serve(tcp, front, settings, stopping).await;
                 drop(slot);
             });
             continue;
@@ -127,7 +127,7 @@ pub async fn serve(
             // A client that never finishes its handshake must not keep its
             // slot for longer than one that never sends its headers.
             match tokio::time::timeout(handshake_timeout, tls.acceptor.accept(tcp)).await {
-                Ok(Ok(stream)) => idle::serve_tls(stream, front, plain, stopping).await,
+                Ok(Ok(stream)) => idle::serve_tls(stream, front, settings, stopping).await,
                 Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
             }
@@ -145,7 +145,10 @@ pub async fn serve(
 
 /// A connection's service: the hot path when it answers, else the router
 /// (with the peer address for `ConnectInfo`). Each response keeps its
-/// request counted in the connection's `Activity` until it is sent.
+/// request counted in the connection's `Activity` until it is sent; the
+/// clones HTTP/2 serves its streams with share that `Activity`, which only
+/// HTTP/1 connections read.
+#[derive(Clone)]
 pub struct Front {
     app: Router,
     hot: Option<Arc<dyn Answer>>,
@@ -160,14 +163,6 @@ impl Front {
 
     pub fn activity(&self) -> &Arc<Activity> {
         &self.activity
-    }
-}
-
-/// HTTP/2 serves each stream with a clone; they share the connection's
-/// `Activity`, which only HTTP/1 connections read.
-impl Clone for Front {
-    fn clone(&self) -> Front {
-        Front { app: self.app.clone(), hot: self.hot.clone(), peer: self.peer, activity: self.activity.clone() }
     }
 }
 

@@ -157,9 +157,7 @@ impl Drop for Server {
     }
 }
 
-/// A process's resident memory in bytes (`VmRSS`).
+/// A process's resident memory in bytes (`VmRSS`, as `pith bench` reads it).
 pub fn rss_of(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).expect("VmRSS");
-    kb.trim().trim_end_matches("kB").trim().parse::<u64>().expect("number") * 1024
+    pith::bench::procstat::sample(Some(pid)).expect("/proc/PID/status").rss
 }

@@ -665,9 +665,7 @@ impl ChildServer {
 
     /// Resident memory in bytes.
     fn rss(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("status");
-        let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).expect("VmRSS");
-        kb.trim().trim_end_matches("kB").trim().parse::<u64>().expect("number") * 1024
+        crate::child::rss_of(self.child.id())
     }
 }
 

@@ -109,14 +109,20 @@ impl TlsServer {
     }
 
     pub async fn try_connect(&self, trusted: &[&Cert], alpn: &[u8]) -> std::io::Result<TlsStream<TcpStream>> {
-        let tcp = TcpStream::connect(("127.0.0.1", self.port)).await?;
-        let name = ServerName::try_from("localhost").expect("name");
-        TlsConnector::from(client_config(trusted, alpn)).connect(name, tcp).await
+        tls_connect(self.port, client_config(trusted, alpn)).await
     }
 
     pub async fn connect(&self, trusted: &[&Cert], alpn: &[u8]) -> TlsStream<TcpStream> {
         self.try_connect(trusted, alpn).await.expect("TLS handshake")
     }
+}
+
+/// A TLS handshake with `localhost` on `port` (owned arguments, so that
+/// spawned tasks can open connections).
+async fn tls_connect(port: u16, config: Arc<ClientConfig>) -> std::io::Result<TlsStream<TcpStream>> {
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await?;
+    let name = ServerName::try_from("localhost").expect("name");
+    TlsConnector::from(config).connect(name, tcp).await
 }
 
 fn client_config(trusted: &[&Cert], alpn: &[u8]) -> Arc<ClientConfig> {
@@ -323,12 +329,11 @@ async fn idle_tls_keep_alive_connections_hold_no_hyper_buffers() {
     let cert = Cert::new();
     cert.write(dir.path());
     let server = TlsServer::start_with(dir.path(), &[&cert], &["--header-timeout-secs", "120"]).await;
+    let config = client_config(&[&cert], b"http/1.1");
     let open = |server: &TlsServer| {
-        let (port, config) = (server.port, client_config(&[&cert], b"http/1.1"));
+        let (port, config) = (server.port, config.clone());
         async move {
-            let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
-            let name = ServerName::try_from("localhost").expect("name");
-            let mut tls = TlsConnector::from(config).connect(name, tcp).await.expect("handshake");
+            let mut tls = tls_connect(port, config).await.expect("handshake");
             tls.write_all(GET).await.expect("write");
             tls.flush().await.expect("flush");
             assert_eq!(responses(&mut tls, 1).await[0].0, "HTTP/1.1 200 OK");

@@ -10,16 +10,29 @@ ports of one address never run out. Standard library only.
 Usage: idle.py HOST PORT N HOLD_SECONDS [PER_ADDRESS]
 Prints one line when all are open and one when it stops (after HOLD_SECONDS
 or on SIGTERM): how many are still open (a closed connection reads as EOF).
+With IDLE_TLS=1 each connection is TLS (ALPN http/1.1, the certificate not
+checked: a self-signed one on loopback), for `pith serve --tls-cert`.
 """
+import os
 import select
 import signal
 import socket
+import ssl
 import sys
 import time
+
+TLS = None
+if os.environ.get("IDLE_TLS") == "1":
+    TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    TLS.check_hostname = False
+    TLS.verify_mode = ssl.CERT_NONE
+    TLS.set_alpn_protocols(["http/1.1"])
 
 
 def open_one(host, port, source):
     s = socket.create_connection((host, port), timeout=10, source_address=(source, 0))
+    if TLS:
+        s = TLS.wrap_socket(s, server_hostname="localhost")
     s.sendall(b"GET /api/v1/topics/999999999 HTTP/1.1\r\nHost: bench\r\n\r\n")
     data = b""
     while b"\r\n\r\n" not in data:

@@ -16,6 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::net::TcpStream;
 
+use super::pacer::Pacer;
 use super::results::WorkerResults;
 use super::schedule::{Schedule, Window};
 
@@ -113,8 +114,9 @@ pub fn post_body(conn: usize, n: u64) -> String {
     serde_json::json!({ "body": text }).to_string()
 }
 
-/// Runs connection `index` from `start` until the window closes.
-pub async fn run(plan: Arc<Plan>, index: usize, start: Instant) -> WorkerResults {
+/// Runs connection `index` from `start` until the window closes; an open
+/// loop sends each request when `pacer` says it is due.
+pub async fn run(plan: Arc<Plan>, index: usize, start: Instant, pacer: Option<Pacer>) -> WorkerResults {
     let mut out = WorkerResults::default();
     let mut rng = ChaCha8Rng::seed_from_u64(plan.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ index as u64);
     let schedule = plan.rate.map(|r| Schedule::new(r, plan.connections, index));
@@ -129,8 +131,8 @@ pub async fn run(plan: Arc<Plan>, index: usize, start: Instant) -> WorkerResults
         if due >= end {
             break;
         }
-        if schedule.is_some() {
-            tokio::time::sleep_until(due.into()).await;
+        if let Some(pacer) = &pacer {
+            pacer.sleep_until(due).await;
         }
         sent += 1;
         let write = plan.auth.is_some() && rng.random_bool(plan.write_ratio);

@@ -12,6 +12,7 @@ use hyper::header::HeaderValue;
 
 use super::conn::{self, Plan, Target};
 use super::monitor::{self, Progress};
+use super::pacer::Pacer;
 use super::report::{KindSummary, Summary};
 use super::results::WorkerResults;
 use super::schedule::Window;
@@ -248,9 +249,13 @@ pub fn parse_mix(s: &str) -> Result<f64, String> {
 /// returns their merged results.
 fn load_thread(plan: Arc<Plan>, thread: usize, threads: usize, start: Instant) -> anyhow::Result<WorkerResults> {
     single_thread()?.block_on(async {
+        let pacer = match plan.rate {
+            Some(_) => Some(Pacer::start().context("cannot create the open loop's timer")?),
+            None => None,
+        };
         let tasks: Vec<_> = (thread..plan.connections)
             .step_by(threads)
-            .map(|i| tokio::spawn(conn::run(plan.clone(), i, start)))
+            .map(|i| tokio::spawn(conn::run(plan.clone(), i, start, pacer.clone())))
             .collect();
         let mut out = WorkerResults::default();
         for t in tasks {

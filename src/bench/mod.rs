@@ -7,6 +7,8 @@
 //!   connection, merges their results, prints the report).
 //! - `conn`: one keep-alive connection's request loop.
 //! - `schedule`: when each request is due (open loop) and which ones count.
+//! - `pacer`: sending it then, to the tens of microseconds (tokio's timer
+//!   counts in milliseconds).
 //! - `results`: per-worker results (HDR histogram, status classes, errors,
 //!   bytes) and their merge.
 //! - `report`: the summary (text and JSON) and the markdown table.
@@ -21,6 +23,7 @@ mod conn;
 pub mod hello;
 pub mod http;
 pub mod monitor;
+pub mod pacer;
 pub mod plot;
 pub mod probe;
 pub mod procstat;

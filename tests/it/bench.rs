@@ -55,6 +55,33 @@ async fn wait_listening(child: &mut Guard, port: u16) {
     panic!("nothing listens on port {port} after 10 s");
 }
 
+/// An open loop sends on its timetable (`bench::pacer`), whatever the
+/// answers: 4 connections at 400 req/s owe exactly 400 requests in a
+/// second, each one answered, failed or counted as unfinished.
+#[tokio::test]
+async fn bench_http_open_loop_accounts_for_every_request_due_in_the_window() {
+    let port = free_port();
+    let hello = pith().args(["bench", "hello", "--listen", &format!("127.0.0.1:{port}")]).spawn().expect("spawn");
+    let mut hello = Guard(hello);
+    wait_listening(&mut hello, port).await;
+    let url = format!("http://127.0.0.1:{port}");
+    let args = ["bench", "http", "--url", &url, "--connections", "4", "--duration", "1s", "--warmup", "200ms"];
+    let more = ["--topics", "10", "--rate", "400", "--json"];
+    let args: Vec<&OsStr> = args.iter().chain(more.iter()).map(OsStr::new).collect();
+    let out = run_pith(&args).await;
+    assert!(out.status.success(), "bench http failed: {}", String::from_utf8_lossy(&out.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    assert_eq!(s["coordinated_omission_corrected"], true, "{s}");
+    let count = |v: &serde_json::Value| v.as_u64().expect("a count");
+    let answered = count(&s["reads"]["responses"]);
+    let accounted = answered + count(&s["total"]["errors"]) + count(&s["unfinished"]);
+    assert_eq!(accounted, 400, "{s}");
+    // A timer that lost a wake-up stalls its connection for good (its
+    // requests then count as unfinished): hello answers 400 req/s with
+    // ease, so at least half must come back.
+    assert!(answered >= 200, "{s}");
+}
+
 #[tokio::test]
 async fn bench_http_reports_a_tiny_mixed_load_and_plot_draws_it_as_svg() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -47,6 +47,20 @@ stop_pids() { # [pid...]
     done
 }
 
+# Whether process `pid` holds the socket listening on TCP port `port`: a
+# port some other process already listens on (a server left over from an
+# earlier run, whose start then failed with "address in use") must not pass
+# for this one's.
+listens_on() { # pid port
+    local port_hex inode
+    port_hex=$(printf '%04X' "$2")
+    for inode in $(awk -v p=":$port_hex" '$4 == "0A" && substr($2, length($2) - 4) == p { print $10 }' \
+        /proc/net/tcp /proc/net/tcp6 2>/dev/null); do
+        find "/proc/$1/fd" -lname "socket:\[$inode\]" 2>/dev/null | grep -q . && return 0
+    done
+    return 1
+}
+
 # Waits until `pid` listens on 127.0.0.1:`port`, at most TRIES tenths of a
 # second (default 300); exits the script when it dies or never listens.
 # `show_log=no` leaves the server's log out of the failure message.
@@ -58,7 +72,9 @@ wait_for_port() { # pid port name [tries] [show_log]
             [[ ${5:-yes} == yes ]] && cat "$OUT/$3.log" >&2
             exit 1
         fi
-        (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
+        if listens_on "$1" "$2"; then
+            return 0
+        fi
         sleep 0.1
     done
     log "$3 did not listen on port $2 within $((tries / 10)) s"

@@ -20,6 +20,9 @@
 #   WARMUP=3            warm-up seconds per run
 #   WRITE_RATIO=0.01    share of posts (0: reads only)
 #   REPEAT=2            rounds: A B A B ...
+#   RATE=               total req/s for an open loop (default: closed loop)
+#   BENCH_BIN=          the binary whose `pith bench http` drives the load
+#                       (default: the first build's)
 #   PORT=18090          the servers' port (one at a time)
 #   SERVE_ENV=          extra VAR=value words for every `pith serve`
 #                       (e.g. MALLOC_ARENA_MAX=1)
@@ -29,7 +32,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 
-(($# > 0)) || { sed -n '2,27p' "$0" >&2; exit 2; }
+(($# > 0)) || { sed -n '2,30p' "$0" >&2; exit 2; }
 DATASET=${DATASET:-realistic}
 SCALE=${SCALE:-1}
 CONNECTIONS=${CONNECTIONS:-400}
@@ -37,6 +40,7 @@ DURATION=${DURATION:-12}
 WARMUP=${WARMUP:-3}
 WRITE_RATIO=${WRITE_RATIO:-0.01}
 REPEAT=${REPEAT:-2}
+RATE=${RATE:-}
 PORT=${PORT:-18090}
 read -r -a SERVE_ENV <<<"${SERVE_ENV:-}"
 # Posts at ~1 % of tens of thousands of requests a second are far beyond
@@ -51,6 +55,11 @@ for arg in "$@"; do
     [[ -x ${arg#*=} ]] || { log "${arg#*=} is not an executable"; exit 2; }
     LABELS+=("${arg%%=*}") BINS+=("${arg#*=}")
 done
+
+BENCH_BIN=${BENCH_BIN:-${BINS[0]}}
+[[ -x $BENCH_BIN ]] || { log "$BENCH_BIN is not an executable"; exit 2; }
+RATE_ARGS=()
+[[ -n $RATE ]] && RATE_ARGS=(--rate "$RATE")
 
 seed_sqlite "${BINS[0]}" "$WORK/pristine"
 TOKEN=$("${BINS[0]}" user add bench --data-dir "$WORK/pristine" 2>"$OUT/user.log" | tail -n1)
@@ -80,8 +89,8 @@ for round in $(seq "$REPEAT"); do
         pid=$!
         PIDS=("$pid")
         wait_for_port "$pid" "$PORT" "$run"
-        "${BINS[0]}" bench http --url "http://127.0.0.1:$PORT" --connections "$CONNECTIONS" \
-            --duration "${DURATION}s" --warmup "${WARMUP}s" --topics "$TOPICS" \
+        "$BENCH_BIN" bench http --url "http://127.0.0.1:$PORT" --connections "$CONNECTIONS" \
+            --duration "${DURATION}s" --warmup "${WARMUP}s" --topics "$TOPICS" "${RATE_ARGS[@]}" \
             --write-ratio "$WRITE_RATIO" --token="$TOKEN" --server-pid "$pid" --json \
             >"$OUT/$run.json" 2>"$OUT/$run.bench.log"
         threads=$(thread_cpu "$pid")
@@ -95,7 +104,8 @@ d = json.load(open(path))
 t = d["total"]["requests_per_s"]
 w = d["writes"]["status"]
 bad = sum(n for k, n in d["reads"]["status"].items() if k != "2xx") + sum(n for k, n in w.items() if k != "2xx")
-print(f"| {label} | {round_} | {t:,.0f} | {d['server_cpu_percent'] / 100 * 1e6 / t:.2f} | {d['reads']['latency_ms']['p99']}ms "
+r = d["reads"]["latency_ms"]
+print(f"| {label} | {round_} | {t:,.0f} | {d['server_cpu_percent'] / 100 * 1e6 / t:.2f} | {r['p50']}ms | {r['p99']}ms "
       f"| {w.get('2xx', 0):,} | {int(hwm) / 1024:.0f} MB | {int(anon) / 1024:.0f} MB | {int(file_) / 1024:.0f} MB "
       f"| {bad + d['total']['errors']} | {threads.strip()} |")
 PY
@@ -103,10 +113,10 @@ PY
     done
 done
 
-echo "### bench/ab.sh: $DATASET (scale $SCALE, $TOPICS topics), $CONNECTIONS connections, write ratio $WRITE_RATIO, ${DURATION} s after ${WARMUP} s, a fresh copy of the data per run"
+echo "### bench/ab.sh: $DATASET (scale $SCALE, $TOPICS topics), $CONNECTIONS connections, write ratio $WRITE_RATIO, $(if [[ -n $RATE ]]; then echo "open loop at $RATE req/s"; else echo "closed loop"; fi), ${DURATION} s after ${WARMUP} s, a fresh copy of the data per run"
 echo
 echo "Machine: $(nproc) cores, $(uname -r); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown); load generator and server share the cores."
 echo
-echo "| build | round | req/s | server µs/req | read p99 | posts | peak RSS | anon at end | file at end | non-2xx + errors | server CPU by thread |"
-echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+echo "| build | round | req/s | server µs/req | read p50 | read p99 | posts | peak RSS | anon at end | file at end | non-2xx + errors | server CPU by thread |"
+echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
 printf '%s\n' "${ROWS[@]}"

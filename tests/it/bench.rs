@@ -133,6 +133,9 @@ async fn bench_ab_runs_each_build_on_a_fresh_copy_and_tabulates_rate_cpu_and_mem
         .arg(format!("one={}", env!("CARGO_BIN_EXE_pith")))
         .arg(format!("two={}", env!("CARGO_BIN_EXE_pith")))
         .envs([("DURATION", "1"), ("WARMUP", "1"), ("REPEAT", "1"), ("CONNECTIONS", "8"), ("SCALE", "0.02")])
+        // An open loop, its load driven by the second build's generator.
+        .envs([("RATE", "400"), ("WRITE_RATIO", "0.2")])
+        .env("BENCH_BIN", env!("CARGO_BIN_EXE_pith"))
         .env("PORT", port.to_string())
         .env_remove("PITH_DATABASE")
         .kill_on_drop(true)
@@ -147,13 +150,18 @@ async fn bench_ab_runs_each_build_on_a_fresh_copy_and_tabulates_rate_cpu_and_mem
         .map(|l| l.split('|').map(str::trim).collect())
         .collect();
     assert_eq!(rows.len(), 2, "a row per build: {stdout}");
+    assert!(stdout.contains("open loop at 400 req/s"), "{stdout}");
     for row in rows {
         let number = |i: usize| row[i].trim_end_matches(" MB").replace(',', "").parse::<f64>().expect(row[i]);
+        let ms = |i: usize| row[i].trim_end_matches("ms").parse::<f64>().expect(row[i]);
         assert!(number(3) > 0.0 && number(4) > 0.0, "a rate and CPU per request: {row:?}");
-        assert!(number(6) > 0.0, "posts were made: {row:?}");
-        assert!(number(7) > 0.0 && number(8) > 0.0, "peak RSS and anonymous memory: {row:?}");
-        assert_eq!(row[10], "0", "no errors: {row:?}");
-        assert!(row[11].contains("pith-writer=") && row[11].contains("tokio-rt-worker="), "threads by name: {row:?}");
+        // An open loop never sends faster than its timetable.
+        assert!(number(3) <= 400.0, "at most RATE req/s: {row:?}");
+        assert!(0.0 < ms(5) && ms(5) <= ms(6), "read p50 and p99: {row:?}");
+        assert!(number(7) > 0.0, "posts were made: {row:?}");
+        assert!(number(8) > 0.0 && number(9) > 0.0, "peak RSS and anonymous memory: {row:?}");
+        assert_eq!(row[11], "0", "no errors: {row:?}");
+        assert!(row[12].contains("pith-writer=") && row[12].contains("tokio-rt-worker="), "threads by name: {row:?}");
     }
     let usage = tokio::process::Command::new("bash").arg(&script).arg("not-a-pair").output().await.expect("run");
     assert_eq!(usage.status.code(), Some(2));

@@ -429,6 +429,17 @@ fn old_database(path: &std::path::Path) {
     .expect("filler");
 }
 
+/// The ids of what `Store::search` found, as `hit_ids` for the API's.
+fn store_hit_ids(page: pith::store::SearchPage) -> Vec<i64> {
+    page.hits
+        .into_iter()
+        .map(|h| match h {
+            pith::model::SearchHit::Topic { topic, .. } => topic.id,
+            pith::model::SearchHit::Post { post, .. } => post.id,
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn a_database_from_before_stored_html_gets_it_rendered_and_indexed_when_opened() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -451,19 +462,10 @@ async fn a_database_from_before_stored_html_gets_it_rendered_and_indexed_when_op
         offset: 0,
         limit: 10,
     };
-    let ids = |page: pith::store::SearchPage| {
-        page.hits
-            .into_iter()
-            .map(|h| match h {
-                pith::model::SearchHit::Topic { topic, .. } => topic.id,
-                pith::model::SearchHit::Post { post, .. } => post.id,
-            })
-            .collect::<Vec<_>>()
-    };
     let topics = store.search(search("olden", pith::store::SearchKind::Topics)).await.expect("search");
-    assert_eq!(ids(topics), [1], "the removed topic was not indexed");
+    assert_eq!(store_hit_ids(topics), [1], "the removed topic was not indexed");
     let posts = store.search(search("olden", pith::store::SearchKind::Posts)).await.expect("search");
-    assert_eq!(ids(posts), [1], "neither the removed post nor a reply in the removed topic");
+    assert_eq!(store_hit_ids(posts), [1], "neither the removed post nor a reply in the removed topic");
     store.shutdown().await;
     drop(store);
 
@@ -481,6 +483,57 @@ async fn a_database_from_before_stored_html_gets_it_rendered_and_indexed_when_op
     let bare: Option<String> =
         conn.query_row("SELECT body_html FROM topics WHERE id = 2", [], |r| r.get(0)).expect("row");
     assert_eq!(bare, None, "a topic without a body has no HTML");
+}
+
+/// The writer may commit a post before indexing its words
+/// (`search_queue::MAX_AGE`); a search indexes them first, and changes a
+/// crash left queued are found after the next start.
+#[tokio::test]
+async fn queued_index_changes_are_found_by_the_next_search_even_after_a_crash() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pith.db");
+    old_database(&path);
+    let opts = SqliteOptions { readers: 1, ..SqliteOptions::default() };
+    let store = SqliteStore::open(&path, &opts).expect("open");
+    store.shutdown().await;
+    drop(store);
+    let queued = |path: &std::path::Path| -> i64 {
+        let conn = rusqlite::Connection::open(path).expect("open");
+        conn.query_row("SELECT count(*) FROM fts_queue", [], |r| r.get(0)).expect("count")
+    };
+    assert_eq!(queued(&path), 0, "stopping indexes what was queued");
+    // What a crash right after the commit of an edit leaves: the writer's
+    // triggers queued its index changes, which nobody applied.
+    rusqlite::Connection::open(&path)
+        .expect("open")
+        .execute_batch(
+            "BEGIN;
+             UPDATE fts_defer SET deferred = 1;
+             UPDATE posts SET body = 'A zebra reply' WHERE id = 1;
+             UPDATE fts_defer SET deferred = 0;
+             COMMIT;",
+        )
+        .expect("queue");
+    assert_eq!(queued(&path), 2, "the old words to forget, the new to index");
+
+    // Indexed by the first search or within a second of the start,
+    // whichever comes first: either way before the search answers.
+    let store = SqliteStore::open(&path, &opts).expect("reopen");
+    let posts = |text: &str| pith::store::Search {
+        text: text.into(),
+        kind: pith::store::SearchKind::Posts,
+        community: Some("past".into()),
+        offset: 0,
+        limit: 10,
+    };
+    assert_eq!(store_hit_ids(store.search(posts("zebra")).await.expect("search")), [1], "found by its new words");
+    assert_eq!(
+        store_hit_ids(store.search(posts("olden")).await.expect("search")),
+        Vec::<i64>::new(),
+        "and not by its old"
+    );
+    assert_eq!(queued(&path), 0);
+    store.shutdown().await;
 }
 
 #[tokio::test]

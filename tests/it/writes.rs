@@ -105,7 +105,7 @@ async fn a_batch_of_concurrent_writes_is_searchable_exactly_as_stored() {
             Ok((r.get(0)?, r.get(1)?))
         })
         .expect("queue");
-    assert_eq!((queued, deferred), (0, 0), "nothing stays queued once committed");
+    assert_eq!((queued, deferred), (0, 0), "nothing stays queued once the writer stops");
     conn.execute_batch(
         "INSERT INTO posts_fts (posts_fts) VALUES ('integrity-check');
          INSERT INTO topics_fts (topics_fts) VALUES ('integrity-check');",

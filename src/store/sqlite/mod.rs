@@ -18,6 +18,8 @@ mod writer;
 pub mod writes;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::model::{
@@ -58,6 +60,9 @@ pub struct SqliteStore {
     writer: Writer,
     readers: Readers,
     checkpointer: Checkpointer,
+    /// Whether the writer left changes in the search queue (set before the
+    /// writes are acknowledged): a search has them indexed first.
+    search_pending: Arc<AtomicBool>,
     /// Batch sizes, commit and checkpoint timings, file sizes (`/metrics`).
     metrics: crate::metrics::StoreMetrics,
 }
@@ -88,6 +93,7 @@ impl SqliteStore {
         // The writer and the checkpointer take turns checkpointing (see WalBound).
         let turns = std::sync::Arc::new(std::sync::Mutex::new(()));
         let metrics = crate::metrics::StoreMetrics::new(path);
+        let search_pending = Arc::new(AtomicBool::new(false));
         let checkpointer = Checkpointer::start(
             path.to_owned(),
             opts.wal_limit_bytes,
@@ -106,7 +112,9 @@ impl SqliteStore {
                     lock: turns,
                     metrics: metrics.clone(),
                 },
-            ),
+                search_pending.clone(),
+            )?,
+            search_pending,
             readers,
             checkpointer,
             metrics,
@@ -259,6 +267,11 @@ impl Store for SqliteStore {
     }
 
     async fn search(&self, q: Search) -> StoreResult<SearchPage> {
+        // What was acknowledged is found: changes the writer left queued
+        // for the search index are indexed before the query runs.
+        if self.search_pending.load(Ordering::Acquire) {
+            self.writer.write(|c| search_queue::apply(c).map(drop)).await?;
+        }
         self.readers.read(move |c| search::search(c, &q)).await
     }
 

@@ -8,8 +8,15 @@
 //!
 //! The queue holds the exact text each change indexes or forgets, in
 //! order, so applying it later gives the indexes what the triggers of 0003
-//! gave them at once. Both run inside the caller's transaction: nothing is
-//! queued once it commits, and other connections never see the flag set.
+//! gave them at once. Both run inside the caller's transaction, and other
+//! connections never see the flag set. The writer may commit with changes
+//! still queued (`finish`, `Backlog`): it indexes them within `MAX_AGE`,
+//! at `MAX_QUEUED`, before any search and when it stops; the queue is a
+//! table, so a crash loses nothing of it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
@@ -36,4 +43,83 @@ pub fn apply(conn: &Connection) -> StoreResult<usize> {
     run_cached(conn, EMPTY)?;
     run_cached(conn, RESUME)?;
     Ok(applied)
+}
+
+/// How long the writer keeps changes queued before it indexes them, and
+/// how many it lets pile up. Indexing at every commit cost ~200 µs of the
+/// writer's CPU per post when posts come one per commit: FTS5 writes a
+/// segment and merges at each (docs/BENCHMARKS.md, sixth session). A
+/// search never waits for this: it has the queue applied first
+/// (`SqliteStore::search`), so what was acknowledged is always found.
+pub const MAX_AGE: Duration = Duration::from_secs(1);
+pub const MAX_QUEUED: i64 = 1000;
+
+/// The writer's account of the changes it left queued between batches.
+pub struct Backlog {
+    /// When the oldest change still queued was committed.
+    since: Option<Instant>,
+    /// Whether anything is queued, for searches to read without a query.
+    pending: Arc<AtomicBool>,
+    max_age: Duration,
+}
+
+impl Backlog {
+    /// Reads what an earlier process left queued (it stopped before
+    /// indexing it): that is due a `max_age` from now.
+    pub fn open(conn: &Connection, pending: Arc<AtomicBool>, max_age: Duration) -> StoreResult<Backlog> {
+        let mut backlog = Backlog { since: None, pending, max_age };
+        backlog.committed(queued(conn)? > 0);
+        Ok(backlog)
+    }
+
+    /// When the queue must be indexed even if no write comes.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.since.map(|t| t + self.max_age)
+    }
+
+    /// Records what a committed transaction left queued. Call before its
+    /// writers are answered, so a search after any of them sees it.
+    pub fn committed(&mut self, left_queued: bool) {
+        if left_queued {
+            self.since.get_or_insert_with(Instant::now);
+        } else {
+            self.since = None;
+        }
+        self.pending.store(left_queued, Ordering::Release);
+    }
+
+    /// After a failed attempt to index: the next try a `max_age` from now.
+    pub fn postpone(&mut self) {
+        if self.since.is_some() {
+            self.since = Some(Instant::now());
+        }
+    }
+
+    /// Whether `queued` changes must be indexed now. Those this very
+    /// transaction queued count from now.
+    fn due(&self, queued: i64) -> bool {
+        let now = Instant::now();
+        queued >= MAX_QUEUED || self.since.unwrap_or(now) + self.max_age <= now
+    }
+}
+
+/// Ends a transaction's deferral before its COMMIT: indexes the queue when
+/// it is due (or `now`), else leaves it for a later transaction. Returns
+/// whether changes are left queued.
+pub fn finish(conn: &Connection, backlog: &Backlog, now: bool) -> StoreResult<bool> {
+    let queued = queued(conn)?;
+    if queued > 0 && (now || backlog.due(queued)) {
+        apply(conn)?;
+        return Ok(false);
+    }
+    run_cached(conn, RESUME)?;
+    Ok(queued > 0)
+}
+
+/// How many changes are queued: `seq` counts from 1 again after `apply`
+/// empties the queue, so its maximum is the count, found in the index.
+fn queued(conn: &Connection) -> StoreResult<i64> {
+    conn.prepare_cached("SELECT coalesce(max(seq), 0) FROM fts_queue")
+        .and_then(|mut s| s.query_row([], |r| r.get(0)))
+        .map_err(super::conn::map_err)
 }

@@ -7,14 +7,16 @@
 //! such as deadpool or r2d2 would hand out a connection per write instead.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::conn::run_cached;
-use super::search_queue;
+use super::search_queue::{self, Backlog};
 use crate::store::{StoreError, StoreResult};
 
 /// Runs after the batch's COMMIT (or its failure) to answer the caller.
@@ -35,13 +37,21 @@ pub struct Writer {
 }
 
 impl Writer {
-    pub fn start(conn: Connection, max_batch: usize, wal: WalBound) -> Writer {
+    /// Starts the writer thread on `conn`. `search_pending` tells searches
+    /// whether changes wait in the search queue (`search_queue::Backlog`).
+    pub fn start(
+        conn: Connection,
+        max_batch: usize,
+        wal: WalBound,
+        search_pending: Arc<AtomicBool>,
+    ) -> StoreResult<Writer> {
+        let backlog = search_queue::Backlog::open(&conn, search_pending, search_queue::MAX_AGE)?;
         let (tx, rx) = crossbeam_channel::unbounded();
         let thread = std::thread::Builder::new()
             .name("pith-writer".into())
-            .spawn(move || run(conn, rx, max_batch.max(1), wal))
-            .expect("spawn writer thread");
-        Writer { tx, thread: std::sync::Mutex::new(Some(thread)) }
+            .spawn(move || run(conn, rx, max_batch.max(1), wal, backlog))
+            .map_err(|e| StoreError::Internal(format!("spawn writer thread: {e}")))?;
+        Ok(Writer { tx, thread: std::sync::Mutex::new(Some(thread)) })
     }
 
     /// Runs `f` in the next group transaction and returns its result once
@@ -187,14 +197,27 @@ impl WalBound {
     }
 }
 
-fn run(conn: Connection, rx: Receiver<Msg>, max_batch: usize, wal: WalBound) {
+fn run(conn: Connection, rx: Receiver<Msg>, max_batch: usize, wal: WalBound, mut backlog: Backlog) {
     let mut batch: Vec<Job> = Vec::with_capacity(max_batch);
     let mut stop: Option<oneshot::Sender<()>> = None;
     while stop.is_none() {
-        match rx.recv() {
+        let next = match backlog.deadline() {
+            Some(deadline) => rx.recv_deadline(deadline),
+            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match next {
             Ok(Msg::Job(job)) => batch.push(job),
             Ok(Msg::Shutdown(done)) => stop = Some(done),
-            Err(_) => break,
+            Err(RecvTimeoutError::Timeout) => {
+                // No write came to carry the search queue along: index it
+                // in a transaction of its own (after a failure, try again
+                // a while later rather than at once, over and over).
+                if !commit_batch(&conn, &mut batch, &wal.metrics, &mut backlog, true) {
+                    backlog.postpone();
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
         }
         // Everything that queued while the last commit was syncing joins
         // this batch.
@@ -206,16 +229,17 @@ fn run(conn: Connection, rx: Receiver<Msg>, max_batch: usize, wal: WalBound) {
             }
         }
         if !batch.is_empty() {
-            commit_batch(&conn, &mut batch, &wal.metrics);
+            commit_batch(&conn, &mut batch, &wal.metrics, &mut backlog, false);
             wal.enforce(&conn);
         }
     }
-    // Jobs still queued behind the shutdown request are committed too.
+    // Jobs still queued behind the shutdown request are committed too, and
+    // the search queue is indexed before the process goes.
     while let Ok(Msg::Job(job)) = rx.try_recv() {
         batch.push(job);
     }
-    if !batch.is_empty() {
-        commit_batch(&conn, &mut batch, &wal.metrics);
+    if !batch.is_empty() || backlog.deadline().is_some() {
+        commit_batch(&conn, &mut batch, &wal.metrics, &mut backlog, true);
     }
     let _turn = wal.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
@@ -226,7 +250,16 @@ fn run(conn: Connection, rx: Receiver<Msg>, max_batch: usize, wal: WalBound) {
     }
 }
 
-fn commit_batch(conn: &Connection, batch: &mut Vec<Job>, metrics: &crate::metrics::StoreMetrics) {
+/// Runs `batch` in one transaction and commits it; whether it committed.
+/// `index_now`: index the search queue before COMMIT even if it is not due
+/// yet (an empty batch with it set is a transaction that only does that).
+fn commit_batch(
+    conn: &Connection,
+    batch: &mut Vec<Job>,
+    metrics: &crate::metrics::StoreMetrics,
+    backlog: &mut Backlog,
+    index_now: bool,
+) -> bool {
     let (writes, started) = (batch.len(), std::time::Instant::now());
     // A ROLLBACK that failed after the last batch (an I/O error on a full
     // disk) must not leave the connection inside that transaction for good:
@@ -235,8 +268,8 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Job>, metrics: &crate::metric
         tracing::warn!("the previous write transaction is still open; rolling it back");
         let _ = conn.execute_batch("ROLLBACK");
     }
-    // The batch's search index changes are queued and applied together
-    // before COMMIT (see `search_queue`).
+    // The batch's search index changes are queued, and the queue applied
+    // before COMMIT when it is due (see `search_queue`).
     let began = run_cached(conn, "BEGIN IMMEDIATE").and_then(|_| search_queue::defer(conn));
     if let Err(e) = began {
         tracing::error!(error = %e, "cannot begin write transaction");
@@ -247,7 +280,7 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Job>, metrics: &crate::metric
         for job in batch.drain(..) {
             job(Err(&e))(&failed);
         }
-        return;
+        return false;
     }
     // After SQLITE_FULL, SQLITE_IOERR or SQLITE_NOMEM in a statement, SQLite
     // may roll the whole transaction back by itself: the jobs before are
@@ -272,17 +305,31 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Job>, metrics: &crate::metric
     }
     let committed = match lost {
         Some(e) => Err(e),
-        None => search_queue::apply(conn).and_then(|_| run_cached(conn, "COMMIT")).map(drop),
+        None => search_queue::finish(conn, backlog, index_now)
+            .and_then(|left_queued| run_cached(conn, "COMMIT").map(|_| left_queued)),
     };
-    if let Err(e) = &committed {
-        tracing::error!(error = %e, "group commit failed; rolling back");
-        let _ = conn.execute_batch("ROLLBACK");
-    }
+    let committed = match committed {
+        Ok(left_queued) => {
+            // Before the callers hear back: a search after any of them
+            // must know to have the queue indexed first.
+            backlog.committed(left_queued);
+            Ok(())
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "group commit failed; rolling back");
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    };
     // Recorded before the callers hear back, so a scrape after a write sees it.
-    metrics.commit(writes, started.elapsed());
+    if writes > 0 {
+        metrics.commit(writes, started.elapsed());
+    }
+    let ok = committed.is_ok();
     for done in completions {
         done(&committed);
     }
+    ok
 }
 
 #[cfg(test)]
@@ -294,9 +341,22 @@ mod tests {
         crate::metrics::StoreMetrics::new(std::path::Path::new("unused.db"))
     }
 
+    /// A search queue indexed at every batch that leaves anything in it.
+    fn eager(conn: &Connection) -> Backlog {
+        Backlog::open(conn, Arc::new(AtomicBool::new(false)), std::time::Duration::ZERO).expect("backlog")
+    }
+
     /// A table `t` and the search queue's tables, which every batch uses.
     fn database(setup: &str) -> Connection {
-        let conn = Connection::open_in_memory().expect("open");
+        with_schema(Connection::open_in_memory().expect("open"), setup)
+    }
+
+    /// `database`, in a file.
+    fn database_at(path: &std::path::Path, setup: &str) -> Connection {
+        with_schema(Connection::open(path).expect("open"), setup)
+    }
+
+    fn with_schema(conn: Connection, setup: &str) -> Connection {
         conn.execute_batch(
             "CREATE TABLE fts_defer (deferred INTEGER NOT NULL); INSERT INTO fts_defer VALUES (0);
              CREATE TABLE fts_queue (seq INTEGER PRIMARY KEY, posts INTEGER NOT NULL, command TEXT,
@@ -332,7 +392,7 @@ mod tests {
             Undo::Savepoint,
         );
         let (after, after_rx) = job(insert(3), Undo::Savepoint);
-        commit_batch(&conn, &mut vec![first, abandon, after], &metrics());
+        commit_batch(&conn, &mut vec![first, abandon, after], &metrics(), &mut eager(&conn), false);
         for (name, rx) in [("first", first_rx), ("abandon", abandon_rx), ("after", after_rx)] {
             let out = rx.blocking_recv().expect("answered");
             assert!(matches!(out, Err(StoreError::Unavailable(_))), "{name}: {out:?}");
@@ -341,7 +401,7 @@ mod tests {
 
         // The writer is not wedged: the next batch commits.
         let (next, next_rx) = job(insert(4), Undo::Savepoint);
-        commit_batch(&conn, &mut vec![next], &metrics());
+        commit_batch(&conn, &mut vec![next], &metrics(), &mut eager(&conn), false);
         assert!(next_rx.blocking_recv().expect("answered").is_ok());
         assert_eq!(count(&conn), 1);
     }
@@ -353,7 +413,7 @@ mod tests {
         let (refused, refused_rx) =
             job(|_: &Connection| -> StoreResult<()> { Err(StoreError::Invalid("no".into())) }, Undo::Batch);
         let (after, after_rx) = job(insert(3), Undo::Batch);
-        commit_batch(&conn, &mut vec![first, refused, after], &metrics());
+        commit_batch(&conn, &mut vec![first, refused, after], &metrics(), &mut eager(&conn), false);
         assert!(first_rx.blocking_recv().expect("answered").is_ok());
         assert!(matches!(refused_rx.blocking_recv().expect("answered"), Err(StoreError::Invalid(_))));
         assert!(after_rx.blocking_recv().expect("answered").is_ok());
@@ -375,23 +435,88 @@ mod tests {
             Undo::Batch,
         );
         let (after, after_rx) = job(insert(3), Undo::Savepoint);
-        commit_batch(&conn, &mut vec![first, half, after], &metrics());
+        commit_batch(&conn, &mut vec![first, half, after], &metrics(), &mut eager(&conn), false);
         assert!(matches!(first_rx.blocking_recv().expect("answered"), Err(StoreError::Unavailable(_))));
         assert!(matches!(half_rx.blocking_recv().expect("answered"), Err(StoreError::Unavailable(_))));
         assert!(matches!(after_rx.blocking_recv().expect("answered"), Err(StoreError::Unavailable(_))));
         assert_eq!(count(&conn), 0, "nothing of a failed batch is stored");
 
         let (next, next_rx) = job(insert(4), Undo::Batch);
-        commit_batch(&conn, &mut vec![next], &metrics());
+        commit_batch(&conn, &mut vec![next], &metrics(), &mut eager(&conn), false);
         assert!(next_rx.blocking_recv().expect("answered").is_ok());
         assert_eq!(count(&conn), 1);
+    }
+
+    fn queued_and_indexed(conn: &Connection) -> (i64, i64) {
+        conn.query_row(
+            "SELECT (SELECT count(*) FROM fts_queue), (SELECT count(*) FROM posts_fts WHERE posts_fts MATCH 'zebra')",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("count")
+    }
+
+    /// A job whose trigger would queue a post's words for the index.
+    fn queue_a_post(c: &Connection) -> StoreResult<()> {
+        c.execute("INSERT INTO fts_queue (posts, command, item, body) VALUES (1, NULL, 7, 'a zebra post')", [])
+            .map(drop)
+            .map_err(map_err)
+    }
+
+    #[test]
+    fn a_batch_leaves_search_changes_queued_until_they_are_due_and_says_so() {
+        let conn = database("");
+        let pending = Arc::new(AtomicBool::new(false));
+        let mut backlog = Backlog::open(&conn, pending.clone(), std::time::Duration::from_secs(3600)).expect("open");
+        let (job, rx) = job(queue_a_post, Undo::Savepoint);
+        assert!(commit_batch(&conn, &mut vec![job], &metrics(), &mut backlog, false));
+        assert!(rx.blocking_recv().expect("answered").is_ok());
+        assert_eq!(queued_and_indexed(&conn), (1, 0), "committed, not yet indexed");
+        assert!(pending.load(std::sync::atomic::Ordering::Acquire), "searches must have it indexed first");
+        assert!(backlog.deadline().is_some());
+        let deferred: i64 = conn.query_row("SELECT deferred FROM fts_defer", [], |r| r.get(0)).expect("flag");
+        assert_eq!(deferred, 0, "no other connection ever sees the triggers deferred");
+
+        // A transaction that only indexes (the writer's, once it is due).
+        assert!(commit_batch(&conn, &mut Vec::new(), &metrics(), &mut backlog, true));
+        assert_eq!(queued_and_indexed(&conn), (0, 1));
+        assert!(!pending.load(std::sync::atomic::Ordering::Acquire));
+        assert_eq!(backlog.deadline(), None);
+    }
+
+    #[test]
+    fn the_writer_indexes_a_queue_left_alone_within_its_max_age_and_what_it_finds_at_start() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("w.db");
+        drop(database_at(&path, "INSERT INTO fts_queue (posts, command, item, body) VALUES (1, NULL, 6, 'zebra')"));
+        let pending = Arc::new(AtomicBool::new(false));
+        let wal = WalBound {
+            path: dir.path().join("w.db-wal"),
+            limit_bytes: u64::MAX,
+            lock: Arc::new(std::sync::Mutex::new(())),
+            metrics: metrics(),
+        };
+        let conn = Connection::open(&path).expect("open");
+        let writer = Writer::start(conn, 8, wal, pending.clone()).expect("start");
+        assert!(pending.load(std::sync::atomic::Ordering::Acquire), "a queue left by an earlier process is pending");
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(writer.write(queue_a_post)).expect("write");
+        let reader = Connection::open(&path).expect("reader");
+        // No write and no search comes: the writer indexes both by itself.
+        let started = std::time::Instant::now();
+        while queued_and_indexed(&reader) != (0, 2) {
+            assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", queued_and_indexed(&reader));
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(!pending.load(std::sync::atomic::Ordering::Acquire));
+        runtime.block_on(writer.shutdown());
     }
 
     #[test]
     fn a_transaction_left_open_is_rolled_back_before_the_next_batch() {
         let conn = database("BEGIN; INSERT INTO t VALUES (1);");
         let (next, next_rx) = job(insert(2), Undo::Savepoint);
-        commit_batch(&conn, &mut vec![next], &metrics());
+        commit_batch(&conn, &mut vec![next], &metrics(), &mut eager(&conn), false);
         assert!(next_rx.blocking_recv().expect("answered").is_ok());
         let stored: Vec<i64> =
             conn.prepare("SELECT x FROM t").and_then(|mut s| s.query_map([], |r| r.get(0))?.collect()).expect("select");

@@ -270,7 +270,7 @@ impl Store for SqliteStore {
         // What was acknowledged is found: changes the writer left queued
         // for the search index are indexed before the query runs.
         if self.search_pending.load(Ordering::Acquire) {
-            self.writer.write(|c| search_queue::apply(c).map(drop)).await?;
+            self.writer.write(search_queue::apply_in_batch).await?;
         }
         self.readers.read(move |c| search::search(c, &q)).await
     }

@@ -45,6 +45,14 @@ pub fn apply(conn: &Connection) -> StoreResult<usize> {
     Ok(applied)
 }
 
+/// Indexes the queue from inside a writer's batch (a search asked for
+/// it), and keeps deferring: the batch's later writes still queue rather
+/// than make FTS5 flush at each of their savepoints.
+pub fn apply_in_batch(conn: &Connection) -> StoreResult<()> {
+    apply(conn)?;
+    defer(conn)
+}
+
 /// How long the writer keeps changes queued before it indexes them, and
 /// how many it lets pile up. Indexing at every commit cost ~200 µs of the
 /// writer's CPU per post when posts come one per commit: FTS5 writes a

@@ -484,6 +484,26 @@ mod tests {
         assert_eq!(backlog.deadline(), None);
     }
 
+    /// A search's request to index, in the middle of a batch: what was
+    /// queued is indexed, and the writes after it in the batch still queue.
+    #[test]
+    fn indexing_for_a_search_inside_a_batch_keeps_the_rest_of_the_batch_deferred() {
+        let conn = database("INSERT INTO fts_queue (posts, command, item, body) VALUES (1, NULL, 6, 'zebra')");
+        let mut backlog =
+            Backlog::open(&conn, Arc::new(AtomicBool::new(true)), std::time::Duration::from_secs(3600)).expect("open");
+        let (index, index_rx) = job(search_queue::apply_in_batch, Undo::Savepoint);
+        let (deferred, deferred_rx) = job(
+            |c: &Connection| c.query_row("SELECT deferred FROM fts_defer", [], |r| r.get::<_, i64>(0)).map_err(map_err),
+            Undo::Savepoint,
+        );
+        let (later, later_rx) = job(queue_a_post, Undo::Savepoint);
+        assert!(commit_batch(&conn, &mut vec![index, deferred, later], &metrics(), &mut backlog, false));
+        assert!(index_rx.blocking_recv().expect("answered").is_ok());
+        assert_eq!(deferred_rx.blocking_recv().expect("answered").expect("read"), 1, "still deferred");
+        assert!(later_rx.blocking_recv().expect("answered").is_ok());
+        assert_eq!(queued_and_indexed(&conn), (1, 1), "the old change indexed, the later one queued");
+    }
+
     #[test]
     fn the_writer_indexes_a_queue_left_alone_within_its_max_age_and_what_it_finds_at_start() {
         let dir = tempfile::tempdir().expect("tempdir");

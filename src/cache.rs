@@ -111,7 +111,12 @@ impl Rendered {
     /// True when answering a request with these headers would first have
     /// to compress a large body (see `gzip_ready`).
     pub fn gzip_pending(&self, headers: &HeaderMap) -> bool {
-        self.gzip.get().is_none() && self.body.len() >= GZIP_INLINE_MAX && accepts_gzip(headers)
+        self.gzip_pending_for(headers.get(header::ACCEPT_ENCODING).map(HeaderValue::as_bytes))
+    }
+
+    /// `gzip_pending` for this `Accept-Encoding` value, if any.
+    pub fn gzip_pending_for(&self, accept_encoding: Option<&[u8]>) -> bool {
+        self.gzip.get().is_none() && self.body.len() >= GZIP_INLINE_MAX && accepts_gzip_value(accept_encoding)
     }
 
     /// What the entry is charged against the budget. The gzip variant is
@@ -431,59 +436,110 @@ pub enum Audience {
     Private,
 }
 
+/// What a render answers a request with: decided from the two request
+/// headers that matter, so the router's `respond` and the parked
+/// connection's fast path (`http::fast`) answer alike.
+pub struct Answer<'a> {
+    /// 200, or 304 when the client's `If-None-Match` holds the ETag.
+    pub status: StatusCode,
+    /// The body to send (none with a 304).
+    pub body: Option<&'a Bytes>,
+    /// The body is the gzip variant.
+    pub gzip: bool,
+    pub content_type: &'static str,
+    pub etag: &'a HeaderValue,
+    pub vary: &'static str,
+    pub cache_control: &'static str,
+}
+
+impl Rendered {
+    /// The answer to a request with these `If-None-Match` and
+    /// `Accept-Encoding` values.
+    pub fn answer(
+        &self,
+        if_none_match: Option<&[u8]>,
+        accept_encoding: Option<&[u8]>,
+        audience: Audience,
+    ) -> Answer<'_> {
+        let cache_control = match audience {
+            Audience::Public => "no-cache",
+            Audience::Private => "private, no-cache",
+        };
+        // Where some viewers see more, the answer depends on the credentials
+        // too; a signed-in browser always gets a page of its own.
+        let vary = match self.format {
+            Format::Html => "accept-encoding, cookie",
+            Format::Json if audience == Audience::Private || self.restricted.is_some() => {
+                "accept-encoding, authorization"
+            }
+            Format::Json => "accept-encoding",
+        };
+        let content_type = match self.format {
+            Format::Json => "application/json",
+            Format::Html => "text/html; charset=utf-8",
+        };
+        let mut answer = Answer {
+            status: StatusCode::OK,
+            body: None,
+            gzip: false,
+            content_type,
+            etag: &self.etag,
+            vary,
+            cache_control,
+        };
+        let inm = if_none_match.and_then(visible_ascii);
+        if inm.is_some_and(|inm| {
+            inm.split(',')
+                .map(|t| t.trim().trim_start_matches("W/"))
+                .any(|t| t == "*" || t.as_bytes() == self.etag.as_bytes())
+        }) {
+            // A 304 repeats the validators and caching headers of the 200 (RFC 9110 15.4.5).
+            answer.status = StatusCode::NOT_MODIFIED;
+            return answer;
+        }
+        let gz = if self.body.len() >= GZIP_MIN && accepts_gzip_value(accept_encoding) { self.gzip() } else { None };
+        answer.gzip = gz.is_some();
+        answer.body = Some(gz.unwrap_or(&self.body));
+        answer
+    }
+}
+
 /// Answers from a render: 304 when the client has it, the gzip variant
 /// when the client accepts it. Shared by the API and the pages.
 pub fn respond(r: &Rendered, headers: &HeaderMap, audience: Audience) -> Response {
-    let cache = HeaderValue::from_static(match audience {
-        Audience::Public => "no-cache",
-        Audience::Private => "private, no-cache",
-    });
-    // Where some viewers see more, the answer depends on the credentials
-    // too; a signed-in browser always gets a page of its own.
-    let vary = HeaderValue::from_static(match r.format {
-        Format::Html => "accept-encoding, cookie",
-        Format::Json if audience == Audience::Private || r.restricted.is_some() => "accept-encoding, authorization",
-        Format::Json => "accept-encoding",
-    });
-    let etag = r.etag.clone();
-    if let Some(inm) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
-        let matches = inm
-            .split(',')
-            .map(|t| t.trim().trim_start_matches("W/"))
-            .any(|t| t == "*" || t.as_bytes() == r.etag.as_bytes());
-        if matches {
-            // A 304 repeats the validators and caching headers of the 200 (RFC 9110 15.4.5).
-            return (
-                StatusCode::NOT_MODIFIED,
-                [(header::ETAG, etag), (header::VARY, vary), (header::CACHE_CONTROL, cache)],
-            )
-                .into_response();
-        }
-    }
-    let content_type = HeaderValue::from_static(match r.format {
-        Format::Json => "application/json",
-        Format::Html => "text/html; charset=utf-8",
-    });
-    let gz = if r.body.len() >= GZIP_MIN && accepts_gzip(headers) { r.gzip() } else { None };
-    let mut res = match gz {
-        Some(gz) => {
-            let mut res = gz.clone().into_response();
-            res.headers_mut().insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-            res
-        }
-        None => r.body.clone().into_response(),
+    let value = |name| headers.get(name).map(HeaderValue::as_bytes);
+    let a = r.answer(value(header::IF_NONE_MATCH), value(header::ACCEPT_ENCODING), audience);
+    let mut res = match a.body {
+        Some(body) => body.clone().into_response(),
+        None => a.status.into_response(),
     };
     let h = res.headers_mut();
-    h.insert(header::CONTENT_TYPE, content_type);
-    h.insert(header::ETAG, etag);
-    h.insert(header::VARY, vary);
-    h.insert(header::CACHE_CONTROL, cache);
+    if a.body.is_some() {
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(a.content_type));
+    }
+    if a.gzip {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    h.insert(header::ETAG, a.etag.clone());
+    h.insert(header::VARY, HeaderValue::from_static(a.vary));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(a.cache_control));
     res
 }
 
 /// True when `Accept-Encoding` lists gzip without `q=0`.
 pub fn accepts_gzip(headers: &HeaderMap) -> bool {
-    let Some(v) = headers.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()) else {
+    accepts_gzip_value(headers.get(header::ACCEPT_ENCODING).map(HeaderValue::as_bytes))
+}
+
+/// A header value as text when it is visible ASCII (as
+/// `HeaderValue::to_str` takes it), else `None`.
+fn visible_ascii(value: &[u8]) -> Option<&str> {
+    value.iter().all(|&b| b == b'\t' || (32..127).contains(&b)).then(|| std::str::from_utf8(value).ok()).flatten()
+}
+
+/// `accepts_gzip` for the header's value, if any.
+pub fn accepts_gzip_value(value: Option<&[u8]>) -> bool {
+    let Some(v) = value.and_then(visible_ascii) else {
         return false;
     };
     v.split(',').any(|item| {

@@ -19,14 +19,16 @@
 //! is, with the request-id header, counted in the same metrics series and
 //! as a cache hit. Anything else goes to the router unchanged.
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::Response;
 
 use super::AppState;
+use super::fast::{self, Framed};
 use super::topics::{parse_html, parse_post_sort};
-use crate::cache::{Audience, Variant, respond};
+use crate::cache::{Audience, Rendered, Variant, respond};
 use crate::logging::request_id;
 use crate::metrics::http::Series;
 use crate::store::Store;
@@ -41,6 +43,11 @@ pub trait Answer: Send + Sync + 'static {
     /// The response, or `None` for the router to answer. `no_body`: the
     /// request has no body to read.
     fn answer(&self, method: &Method, uri: &Uri, headers: &HeaderMap, no_body: bool) -> Option<Response>;
+
+    /// The same answer, framed for the wire, to a GET without a body that
+    /// a parked connection read whole (`http::fast`): `target` and
+    /// `headers` as sent.
+    fn answer_framed(&self, target: &str, headers: &[httparse::Header<'_>]) -> Option<Framed>;
 }
 
 pub struct Hot<S> {
@@ -58,6 +65,28 @@ impl<S: Store> Hot<S> {
         });
         Hot { state, series }
     }
+
+    /// The cached public rendering a GET of `path?query` asks for, when the
+    /// hot path may answer it (see the module comment).
+    fn rendered(&self, path: &str, query: Option<&str>, accept_encoding: Option<&[u8]>) -> Option<Arc<Rendered>> {
+        let id = topic_id(path)?;
+        let variant = variant(query)?;
+        if request_id::logs_requests() {
+            return None;
+        }
+        let rendered = self.state.cache.get((id, variant))?;
+        if rendered.restricted.is_some() || rendered.gzip_pending_for(accept_encoding) {
+            return None;
+        }
+        self.state.cache.hits.inc();
+        Some(rendered)
+    }
+
+    fn record(&self, status: StatusCode, started: Instant) {
+        if let Some((ok, not_modified)) = &self.series {
+            if status == StatusCode::NOT_MODIFIED { not_modified } else { ok }.record(started);
+        }
+    }
 }
 
 impl<S: Store> Answer for Hot<S> {
@@ -65,23 +94,44 @@ impl<S: Store> Answer for Hot<S> {
         if method != Method::GET || !no_body {
             return None;
         }
-        let id = topic_id(uri.path())?;
-        let variant = variant(uri.query())?;
-        if request_id::logs_requests() {
-            return None;
-        }
         let started = Instant::now();
-        let rendered = self.state.cache.get((id, variant))?;
-        if rendered.restricted.is_some() || rendered.gzip_pending(headers) {
-            return None;
-        }
-        self.state.cache.hits.inc();
+        let accept_encoding = headers.get(header::ACCEPT_ENCODING).map(HeaderValue::as_bytes);
+        let rendered = self.rendered(uri.path(), uri.query(), accept_encoding)?;
         let mut res = respond(&rendered, headers, Audience::Public);
         res.headers_mut().insert(request_id::HEADER.clone(), request_id::of(headers));
-        if let Some((ok, not_modified)) = &self.series {
-            if res.status() == StatusCode::NOT_MODIFIED { not_modified } else { ok }.record(started);
-        }
+        self.record(res.status(), started);
         Some(res)
+    }
+
+    fn answer_framed(&self, target: &str, headers: &[httparse::Header<'_>]) -> Option<Framed> {
+        let header = |name| fast::header(headers, name);
+        let started = Instant::now();
+        let (path, query) = match target.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (target, None),
+        };
+        let accept_encoding = header("accept-encoding");
+        let rendered = self.rendered(path, query, accept_encoding)?;
+        let a = rendered.answer(header("if-none-match"), accept_encoding, Audience::Public);
+        let id = request_id::of_value(header(request_id::HEADER.as_str()));
+        let lines: [(&str, &[u8]); 6] = [
+            ("content-type", a.content_type.as_bytes()),
+            ("etag", a.etag.as_bytes()),
+            ("vary", a.vary.as_bytes()),
+            ("cache-control", a.cache_control.as_bytes()),
+            ("x-request-id", id.as_bytes()),
+            ("content-encoding", b"gzip"),
+        ];
+        // A 304 has no content type (as `respond`'s), a plain body no encoding.
+        let lines = match (a.body.is_some(), a.gzip) {
+            (false, _) => &lines[1..5],
+            (true, false) => &lines[..5],
+            (true, true) => &lines[..],
+        };
+        let framed = fast::frame(a.status, lines, a.body.cloned());
+        self.record(a.status, started);
+        self.state.metrics.http.fast_answers.inc();
+        Some(framed)
     }
 }
 

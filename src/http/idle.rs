@@ -47,6 +47,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{oneshot, watch};
 use tokio_rustls::server::TlsStream;
 
+use super::fast;
 use super::server::Front;
 
 /// What a connection's service, its socket and its driver share: enough
@@ -85,6 +86,8 @@ pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {
     /// nothing readable is buffered above the socket.
     fn poll_socket_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
     fn into_stream(self) -> Stream;
+    /// The TCP socket when the stream is cleartext (`fast` reads it).
+    fn plain(&self) -> Option<&TcpStream>;
 }
 
 impl Transport for TcpStream {
@@ -96,6 +99,10 @@ impl Transport for TcpStream {
 
     fn into_stream(self) -> Stream {
         Stream::Tcp(self)
+    }
+
+    fn plain(&self) -> Option<&TcpStream> {
+        Some(self)
     }
 }
 
@@ -111,6 +118,10 @@ impl Transport for TlsStream<TcpStream> {
 
     fn into_stream(self) -> Stream {
         Stream::Tls(Box::new(self))
+    }
+
+    fn plain(&self) -> Option<&TcpStream> {
+        None
     }
 }
 
@@ -345,9 +356,28 @@ async fn serve_h1<T: Transport>(
                 (io, unread, front) = (parts.io.io.into_inner(), join(parts.read_buf, parts.io.unread), parts.service);
             }
         }
-        let deadline = tokio::time::Instant::now() + settings.idle_timeout;
-        if stop.has_changed().unwrap_or(true) || !readable(&io, deadline, &mut stop).await {
-            return;
+        // Parked. A whole request the hot path answers is answered here
+        // (`fast`), and the connection stays parked; anything else wakes
+        // hyper with what was read.
+        loop {
+            let deadline = tokio::time::Instant::now() + settings.idle_timeout;
+            if stop.has_changed().unwrap_or(true) || !readable(&io, deadline, &mut stop).await {
+                return;
+            }
+            let (Some(tcp), Some(hot), true) = (io.plain(), front.hot(), unread.is_empty()) else { break };
+            match fast::read(tcp, hot.as_ref()) {
+                fast::Read::Answered(framed) => {
+                    if !fast::send(tcp, framed, settings.idle_timeout).await {
+                        return;
+                    }
+                }
+                fast::Read::Pass(read) => {
+                    unread = read;
+                    break;
+                }
+                fast::Read::Nothing => {}
+                fast::Read::Closed => return,
+            }
         }
     }
 }

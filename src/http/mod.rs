@@ -6,6 +6,7 @@ mod admin;
 mod communities;
 mod deadline;
 pub mod extract;
+pub mod fast;
 pub mod hot;
 pub mod idle;
 pub mod limits;

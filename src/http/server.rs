@@ -164,6 +164,11 @@ impl Front {
     pub fn activity(&self) -> &Arc<Activity> {
         &self.activity
     }
+
+    /// The hot path, when the server has one.
+    pub fn hot(&self) -> Option<&Arc<dyn Answer>> {
+        self.hot.as_ref()
+    }
 }
 
 impl hyper::service::Service<Request<Incoming>> for Front {

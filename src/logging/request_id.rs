@@ -45,6 +45,11 @@ pub fn of(headers: &axum::http::HeaderMap) -> HeaderValue {
     headers.get(&HEADER).filter(|v| is_sane(v.as_bytes())).cloned().unwrap_or_else(fresh)
 }
 
+/// `of` for the raw value of the client's `x-request-id`, if it sent one.
+pub fn of_value(sent: Option<&[u8]>) -> HeaderValue {
+    sent.filter(|v| is_sane(v)).and_then(|v| HeaderValue::from_bytes(v).ok()).unwrap_or_else(fresh)
+}
+
 /// 1-64 characters of letters, digits and `-_.:@` (UUIDs, ULIDs, the hex
 /// of proxies and tracers), so a client cannot inject anything into logs.
 fn is_sane(id: &[u8]) -> bool {

@@ -82,6 +82,11 @@ impl Metrics {
             "Time from a request's arrival to its response head",
             http.duration.clone(),
         );
+        r.register(
+            "pith_http_fast_answers",
+            "Cached answers a parked connection wrote without building a hyper connection (of pith_http_requests)",
+            http.fast_answers.clone(),
+        );
         register_live(&mut r, &sampled);
         register_cache(&mut r, &sampled, cache);
         if let Some(s) = &store {

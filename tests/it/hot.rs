@@ -112,3 +112,167 @@ fn to_map(headers: &[(&str, &str)]) -> HeaderMap {
     }
     map
 }
+
+/// A raw keep-alive connection: what goes on the wire, both ways.
+struct Raw(tokio::net::TcpStream, Vec<u8>);
+
+/// A response as read off the wire: status, headers in order, body.
+#[derive(Debug)]
+struct Wire {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Wire {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The headers but `date` (and the request id when it is a fresh one).
+    fn comparable(&self, keep_id: bool) -> Vec<(String, String)> {
+        let mut h: Vec<_> =
+            self.headers.iter().filter(|(n, _)| n != "date" && (keep_id || n != "x-request-id")).cloned().collect();
+        h.sort();
+        h
+    }
+}
+
+impl Raw {
+    async fn connect(app: &TestApp) -> Raw {
+        let tcp = tokio::net::TcpStream::connect(app.addr.trim_start_matches("http://")).await.expect("connect");
+        Raw(tcp, Vec::new())
+    }
+
+    async fn send(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        self.0.write_all(bytes).await.expect("send");
+    }
+
+    async fn get(&mut self, path: &str, extra: &str) -> Wire {
+        self.send(format!("GET {path} HTTP/1.1\r\nhost: pith\r\n{extra}\r\n").as_bytes()).await;
+        self.response().await
+    }
+
+    async fn response(&mut self) -> Wire {
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut res = httparse::Response::new(&mut headers);
+            if let httparse::Status::Complete(len) = res.parse(&self.1).expect("a valid response head") {
+                let headers: Vec<(String, String)> = res
+                    .headers
+                    .iter()
+                    .map(|h| (h.name.to_ascii_lowercase(), String::from_utf8_lossy(h.value).into_owned()))
+                    .collect();
+                let status = res.code.expect("status");
+                let wire = Wire { status, headers, body: Vec::new() };
+                let length: usize = wire.header("content-length").map_or(0, |v| v.parse().expect("length"));
+                while self.1.len() < len + length {
+                    self.read_more().await;
+                }
+                let body = self.1[len..len + length].to_vec();
+                self.1.drain(..len + length);
+                return Wire { body, ..wire };
+            }
+            self.read_more().await;
+        }
+    }
+
+    async fn read_more(&mut self) {
+        use tokio::io::AsyncReadExt;
+        let mut buf = [0u8; 16384];
+        let n = tokio::time::timeout(std::time::Duration::from_secs(10), self.0.read(&mut buf))
+            .await
+            .expect("an answer within 10 s")
+            .expect("read");
+        assert!(n > 0, "the server closed the connection");
+        self.1.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Once a connection is parked, a cached topic is answered without hyper
+/// (`pith::http::fast`): the same status, headers and bytes as hyper's
+/// answer through the hot path and as the router's, on the same socket.
+#[tokio::test]
+async fn a_parked_connection_answers_cached_topics_itself_as_hyper_and_the_router_would() {
+    let (app, topic, alice) = app_with_a_long_topic().await;
+    let hot = format!("/api/v1/topics/{topic}?sort=best");
+    let routed = format!("{hot}&via=router");
+    assert_eq!(get(&app, &hot, &[]).await.status, 200, "rendered and cached");
+    let etag = get(&app, &hot, &[]).await.header("etag").expect("etag").to_owned();
+    let fast = || app.state.metrics.http.fast_answers.get();
+    for extra in [
+        String::new(),
+        "Accept-Encoding: gzip\r\n".to_owned(),
+        format!("If-None-Match: {etag}\r\n"),
+        "X-Request-Id: trace-me-1234\r\nConnection: keep-alive\r\n".to_owned(),
+    ] {
+        let mut conn = Raw::connect(&app).await;
+        // A connection's first request is hyper's (its first bytes are read
+        // to tell HTTP/2 prior knowledge); then the connection parks.
+        let before = fast();
+        let by_hyper = conn.get(&hot, &extra).await;
+        assert_eq!(fast(), before, "{extra:?}: the first request is hyper's");
+        let parked = conn.get(&hot, &extra).await;
+        assert_eq!(fast(), before + 1, "{extra:?}: the fast path answered the second");
+        for n in 2..=3 {
+            assert_eq!(conn.get(&hot, &extra).await.body, parked.body);
+            assert_eq!(fast(), before + n, "{extra:?}: the fast path answers one request after another");
+        }
+        let before = before + 2;
+        let by_router = conn.get(&routed, &extra).await;
+        assert_eq!(fast(), before + 1, "{extra:?}: not the fast path's");
+        let sent_id = extra.contains("X-Request-Id");
+        assert_eq!(parked.status, by_hyper.status, "{extra:?}");
+        assert_eq!(parked.body, by_hyper.body, "{extra:?}");
+        assert_eq!(parked.comparable(sent_id), by_hyper.comparable(sent_id), "{extra:?}");
+        assert_eq!(parked.status, by_router.status, "{extra:?}");
+        assert_eq!(parked.body, by_router.body, "{extra:?}");
+        for name in ["content-type", "content-encoding", "etag", "vary", "cache-control", "content-length"] {
+            assert_eq!(parked.header(name), by_router.header(name), "{name} with {extra:?}");
+        }
+        let date = parked.header("date").expect("a date");
+        assert!(httpdate::parse_http_date(date).is_ok(), "{date}");
+        match sent_id {
+            true => assert_eq!(parked.header("x-request-id"), Some("trace-me-1234")),
+            false => assert_eq!(parked.header("x-request-id").map(str::len), Some(16)),
+        }
+        let expected = if extra.starts_with("If-None-Match") { 304 } else { 200 };
+        assert_eq!(parked.status, expected, "{extra:?}");
+        assert_eq!(extra.starts_with("Accept-Encoding"), parked.header("content-encoding") == Some("gzip"));
+    }
+
+    // Still parked on the fast path: a write is seen by the next answer.
+    let mut conn = Raw::connect(&app).await;
+    conn.get(&hot, "").await;
+    let before = fast();
+    app.reply(topic, &alice, None, "seen on the fast path").await;
+    get(&app, &hot, &[]).await; // renders it again (a miss is the router's)
+    let after = conn.get(&hot, "").await;
+    assert_eq!(fast(), before + 1);
+    assert!(String::from_utf8_lossy(&after.body).contains("seen on the fast path"));
+
+    // Two requests in one write are hyper's, answered in order.
+    let before = fast();
+    let two = format!("GET {hot} HTTP/1.1\r\nhost: pith\r\n\r\nGET {routed} HTTP/1.1\r\nhost: pith\r\n\r\n");
+    conn.send(two.as_bytes()).await;
+    let (first, second) = (conn.response().await, conn.response().await);
+    assert_eq!((first.status, second.status), (200, 200));
+    assert_eq!(first.body, second.body);
+    assert_eq!(fast(), before, "pipelined: hyper's");
+
+    // A head longer than the fast path reads is hyper's too, and whole.
+    let long = format!("x-padding: {}\r\n", "p".repeat(4000));
+    let answer = conn.get(&hot, &long).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.body, after.body);
+    assert_eq!(fast(), before);
+    // And the connection parks again after it.
+    conn.get(&hot, "").await;
+    assert_eq!(fast(), before + 1);
+    let t = std::time::Instant::now();
+    // A parked connection that was answered on the fast path still closes
+    // at once when the server stops (not after its idle timeout).
+    app.stop().await;
+    assert!(t.elapsed() < std::time::Duration::from_secs(5), "stopping took {:?}", t.elapsed());
+}

@@ -209,10 +209,6 @@ struct Slot {
 }
 
 impl Slot {
-    fn get(&self, variant: Variant) -> Option<&Arc<Rendered>> {
-        self.variants.iter().find(|(v, _)| *v == variant).map(|(_, r)| r)
-    }
-
     /// Stores `value`, returning the rendering it replaces.
     fn insert(&mut self, variant: Variant, value: Arc<Rendered>) -> Option<Arc<Rendered>> {
         match self.variants.iter_mut().find(|(v, _)| *v == variant) {
@@ -227,6 +223,12 @@ impl Slot {
 
 struct Inner {
     entries: LruCache<i64, Slot>,
+    /// Every cached rendering by its full key, beside `entries`: a hit reads
+    /// one bucket of this table, where `entries` took three dependent
+    /// memory reads (its list node, the slot's list, the rendering), each a
+    /// cache miss under a uniform load (measured: most of the hot path's
+    /// own time, docs/BENCHMARKS.md "The parked fast path").
+    index: HashMap<Key, Arc<Rendered>, foldhash::fast::RandomState>,
     /// Bumped by `clear`: a render begun before it may not be stored.
     epoch: u64,
     generations: HashMap<i64, u64>,
@@ -241,8 +243,32 @@ impl Inner {
     /// it and to both its neighbours, scattered in memory, on every read
     /// (measured: most of the lookup's cost, on the hot path).
     fn lookup(&mut self, key: Key, budget: usize) -> Option<Arc<Rendered>> {
-        let slot = if self.bytes > budget / 2 { self.entries.get(&key.0) } else { self.entries.peek(&key.0) };
-        slot.and_then(|slot| slot.get(key.1)).cloned()
+        let found = self.index.get(&key).cloned();
+        if found.is_some() && self.bytes > budget / 2 {
+            self.entries.promote(&key.0);
+        }
+        found
+    }
+
+    /// Takes `topic`'s slot out of both maps.
+    fn remove(&mut self, topic: i64) -> Option<Slot> {
+        let slot = self.entries.pop(&topic)?;
+        self.forget(topic, &slot);
+        Some(slot)
+    }
+
+    /// Drops the index's entries of a slot taken out of `entries`.
+    fn forget(&mut self, topic: i64, slot: &Slot) {
+        self.bytes -= slot.weight;
+        for (variant, _) in &slot.variants {
+            self.index.remove(&(topic, *variant));
+        }
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.index.clear();
+        self.bytes = 0;
     }
 }
 
@@ -267,6 +293,7 @@ impl TopicCache {
         TopicCache {
             inner: Mutex::new(Inner {
                 entries: LruCache::unbounded(),
+                index: HashMap::default(),
                 epoch: 0,
                 generations: HashMap::new(),
                 in_flight: HashMap::new(),
@@ -343,12 +370,13 @@ impl TopicCache {
             return;
         }
         let slot = inner.entries.get_or_insert_mut(key.0, Slot::default);
-        let old = slot.insert(key.1, value).map_or(0, |old| old.weight());
+        let old = slot.insert(key.1, value.clone()).map_or(0, |old| old.weight());
         slot.weight = slot.weight + weight - old;
         inner.bytes = inner.bytes + weight - old;
+        inner.index.insert(key, value);
         while inner.bytes > self.budget {
             match inner.entries.pop_lru() {
-                Some((_, old)) => inner.bytes -= old.weight,
+                Some((topic, old)) => inner.forget(topic, &old),
                 None => break,
             }
         }
@@ -380,17 +408,13 @@ impl TopicCache {
         *inner.generations.entry(topic).or_insert(0) += 1;
         // Only concurrent misses are in flight: a short map to scan.
         inner.in_flight.retain(|key, _| key.0 != topic);
-        let old = inner.entries.pop(&topic);
-        if let Some(old) = &old {
-            inner.bytes -= old.weight;
-        }
+        let old = inner.remove(topic);
         // Generations only matter while a render may be in flight; keep
         // the map from growing with every topic ever written.
         if inner.generations.len() > 1_000_000 {
             inner.epoch += 1;
             inner.generations.clear();
-            inner.entries.clear();
-            inner.bytes = 0;
+            inner.clear();
         }
         old
     }
@@ -401,8 +425,7 @@ impl TopicCache {
         let mut inner = self.lock();
         inner.epoch += 1;
         inner.in_flight.clear();
-        inner.entries.clear();
-        inner.bytes = 0;
+        inner.clear();
     }
 
     pub fn bytes(&self) -> usize {
@@ -613,6 +636,13 @@ mod tests {
         }
         assert!(cache.bytes() <= 64 * 1024);
         assert!(cache.get((999, Variant::Json(PostSort::Best))).is_some(), "the newest entry survives");
+        let found = (0..1000).filter(|&id| cache.get((id, Variant::Json(PostSort::Best))).is_some()).count();
+        assert_eq!(found, cache.topics(), "what was evicted is not found any more");
+        let indexed = cache.lock().index.len();
+        assert_eq!(indexed, cache.topics());
+        cache.clear();
+        assert!(cache.get((999, Variant::Json(PostSort::Best))).is_none());
+        assert_eq!(cache.lock().index.len(), 0);
     }
 
     #[test]

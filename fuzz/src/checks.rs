@@ -3,10 +3,12 @@
 //! own, whatever the bytes.
 
 use axum::extract::Query;
-use axum::http::Uri;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use serde::Deserialize;
 
 use super::inert;
+use pith::http::fast;
+use pith::http::hot::Answer;
 use pith::http::live::LiveQuery;
 use pith::http::topics::{ListQuery, TopicQuery, parse_list, parse_post_sort};
 use pith::live::frame::{self, Head, HeadError, OP_CONTINUATION, OP_TEXT};
@@ -224,5 +226,44 @@ pub fn query(data: &[u8]) {
                 check_keys(&keys);
             }
         }
+    }
+}
+
+/// A parked connection's next request (`pith::http::fast::answer`): never
+/// panics, and reaches the hot path only with one whole `GET` head of
+/// HTTP/1.1, nothing after it, no header that changes the framing, and
+/// the target and headers as sent.
+pub fn request_head(data: &[u8]) {
+    let seen = Seen::default();
+    let answered = fast::answer(data, &seen).is_some();
+    let calls = std::mem::take(&mut *seen.0.lock().unwrap_or_else(|p| p.into_inner()));
+    assert_eq!(answered, calls.len() == 1, "answered without the hot path, or asked it twice");
+    let Some((target, if_none_match)) = calls.into_iter().next() else { return };
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    assert_eq!(req.parse(data), Ok(httparse::Status::Complete(data.len())), "not exactly one whole head");
+    assert_eq!((req.method, req.version, req.path), (Some("GET"), Some(1), Some(target.as_str())));
+    assert!(target.starts_with('/'));
+    for h in req.headers.iter() {
+        let framing = ["content-length", "transfer-encoding", "upgrade", "expect"];
+        assert!(!framing.iter().any(|n| h.name.eq_ignore_ascii_case(n)), "{} reached the hot path", h.name);
+        assert!(!h.name.eq_ignore_ascii_case("connection") || h.value.eq_ignore_ascii_case(b"keep-alive"));
+    }
+    assert_eq!(if_none_match.as_deref(), fast::header(req.headers, "if-none-match"));
+}
+
+/// A hot path that records what it is asked and answers everything.
+#[derive(Default)]
+struct Seen(std::sync::Mutex<Vec<(String, Option<Vec<u8>>)>>);
+
+impl Answer for Seen {
+    fn answer(&self, _: &Method, _: &Uri, _: &HeaderMap, _: bool) -> Option<axum::response::Response> {
+        None
+    }
+
+    fn answer_framed(&self, target: &str, headers: &[httparse::Header<'_>]) -> Option<fast::Framed> {
+        let inm = fast::header(headers, "if-none-match").map(<[u8]>::to_vec);
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push((target.to_owned(), inm));
+        Some(fast::frame(StatusCode::OK, &[], Some(bytes::Bytes::new())))
     }
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of Pith's own parsers with cargo-fuzz (libFuzzer):
 # Markdown rendering, the live protocol (JSON messages and WebSocket client
-# frames), pagination cursors and listing/live query strings. fuzz/ holds
+# frames), pagination cursors, listing/live query strings and the request
+# heads a parked connection answers itself (src/http/fast.rs). fuzz/ holds
 # the targets; fuzz/src/checks.rs says what each one asserts.
 #
 # Bounded: each target runs PITH_FUZZ_SECONDS seconds (default 20), from
@@ -19,7 +20,7 @@ cd "$(dirname "$0")/../.."
 
 CARGO_FUZZ_VERSION=0.13.2
 SECONDS_PER_TARGET=${PITH_FUZZ_SECONDS:-20}
-TARGETS=${PITH_FUZZ_TARGETS:-markdown live_proto cursor query}
+TARGETS=${PITH_FUZZ_TARGETS:-markdown live_proto cursor query request_head}
 # AddressSanitizer (cargo-fuzz's default): Pith's parsers are safe Rust, but
 # the renderer's dependencies (html5ever, tendril) use unsafe code, and ASan
 # is affordable here: on 2 shared cores the cold build takes about 6.5 min

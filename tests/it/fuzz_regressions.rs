@@ -55,3 +55,8 @@ fn saved_cursor_inputs_round_trip() {
 fn saved_query_strings_parse_or_are_refused() {
     assert!(replay("query", checks::query) > 0, "no saved query inputs");
 }
+
+#[test]
+fn saved_request_heads_reach_the_hot_path_only_when_whole_and_plain() {
+    assert!(replay("request_head", checks::request_head) > 0, "no saved request_head inputs");
+}

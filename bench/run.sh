@@ -172,7 +172,13 @@ BASELINES=hello
 echo
 echo "Peak RSS of each server since it started (VmHWM), after all runs:"
 for label in "${!PID_OF[@]}"; do
-    printf -- "- %s: %s\n" "$label" "$(awk '/^VmHWM:/ { printf "%.0f MB", $2 * 1024 / 1e6 }' "/proc/${PID_OF[$label]}/status")"
+    # A server that died during the runs has no status (or, as a zombie, no VmHWM line): say so.
+    peak=$(awk '/^VmHWM:/ { printf "%.0f MB", $2 * 1024 / 1e6 }' "/proc/${PID_OF[$label]}/status" 2>/dev/null || true)
+    if [[ -n $peak ]]; then
+        printf -- "- %s: %s\n" "$label" "$peak"
+    else
+        printf -- "- %s: exited before the end of the runs (see %s)\n" "$label" "$OUT/$label.log"
+    fi
 done
 if [[ $PLOT == yes ]]; then
     "$BIN" bench plot --title "$DATASET, $(if [[ -n $RATE ]]; then echo "$RATE req/s"; else echo "closed loop"; fi)" \

@@ -2,8 +2,9 @@
 //! write` finds every acknowledged insert afterwards; `pith bench http`
 //! reports sane numbers against `pith bench hello` and `pith bench plot`
 //! draws them as SVG; the C design of bench/c builds, serves pith's JSON
-//! from a seeded pith.db and stores posts the way pith does; bench/ab.sh
-//! runs builds on fresh copies of one data set and tabulates them.
+//! from a seeded pith.db and stores posts the way pith does; bench/run.sh
+//! loads the three servers and tabulates them; bench/ab.sh runs builds on
+//! fresh copies of one data set and tabulates them.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -166,6 +167,69 @@ async fn bench_ab_runs_each_build_on_a_fresh_copy_and_tabulates_rate_cpu_and_mem
     let usage = tokio::process::Command::new("bash").arg(&script).arg("not-a-pair").output().await.expect("run");
     assert_eq!(usage.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&usage.stderr).contains("expected LABEL=BINARY"));
+}
+
+#[tokio::test]
+async fn bench_run_tabulates_pith_hello_and_the_c_design_and_says_which_server_did_not_last() {
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/run.sh");
+    // A second pith build (EXTRA_PITH, run after pith in each round) that is stopped once the
+    // hello run after its own has begun: its run counts, but it is gone when run.sh reads the
+    // peak RSS. `exec` keeps the wrapper's pid, which run.sh watches, for pith.
+    let dies = out_dir.path().join("dies.sh");
+    std::fs::write(
+        &dies,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = serve ]; then\n  (for _ in $(seq 600); do [ -e \"$OUT\"/03-hello-4-gzip_no.json ] && \
+             break; sleep 0.1; done; kill $$) </dev/null >/dev/null 2>&1 &\nfi\nexec {} \"$@\"\n",
+            env!("CARGO_BIN_EXE_pith")
+        ),
+    )
+    .expect("write the wrapper");
+    std::fs::set_permissions(&dies, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let ports =
+        [("PORT", free_port()), ("HELLO_PORT", free_port()), ("C_PORT", free_port()), ("EXTRA_PORT", free_port())];
+    let out = tokio::process::Command::new("bash")
+        .arg(&script)
+        .envs([("DURATION", "1"), ("WARMUP", "1"), ("REPEAT", "1"), ("CONNECTIONS", "4"), ("SCALE", "0.02")])
+        .envs([("WRITE_RATIO", "0.2"), ("C_THREADS", "2"), ("STOP_WAIT", "5")])
+        .envs(ports.iter().map(|(k, v)| (*k, v.to_string())))
+        .env("PITH_BIN", env!("CARGO_BIN_EXE_pith"))
+        .env("EXTRA_PITH", format!("dies={}", dies.display()))
+        .env("OUT", out_dir.path())
+        .env_remove("PITH_DATABASE")
+        .kill_on_drop(true)
+        .output();
+    let out =
+        tokio::time::timeout(std::time::Duration::from_secs(120), out).await.expect("done in 2 min").expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let header = stdout.lines().find(|l| l.starts_with("| server |")).expect("a table");
+    assert!(header.contains("vs hello") && header.contains("vs c"), "{header}");
+    for server in ["pith", "dies", "hello", "c"] {
+        let row: Vec<&str> = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {server} |")))
+            .unwrap_or_else(|| panic!("a row for {server}: {stdout}"))
+            .split('|')
+            .map(str::trim)
+            .collect();
+        assert!(row[5].parse::<f64>().expect("req/s") > 0.0, "{row:?}");
+        assert_eq!(row[row.len() - 3], "0", "no non-2xx: {row:?}");
+        assert!(row[row.len() - 2].starts_with('0'), "no errors: {row:?}");
+        let peak = stdout.lines().find(|l| l.starts_with(&format!("- {server}: "))).expect("a peak RSS line");
+        if server == "dies" {
+            assert!(peak.contains("exited before the end of the runs"), "{peak}");
+        } else {
+            assert!(peak.ends_with(" MB"), "{peak}");
+        }
+    }
+    let svg = std::fs::read_to_string(out_dir.path().join("plot.svg")).expect("the plot");
+    assert!(roxmltree::Document::parse(&svg).is_ok(), "well-formed SVG");
+    // Every server it started is stopped: nothing listens on the ports any more.
+    for (name, port) in ports {
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "{name} {port} still listening");
+    }
 }
 
 #[tokio::test]

@@ -129,7 +129,8 @@ async fn bench_http_reports_a_tiny_mixed_load_and_plot_draws_it_as_svg() {
 async fn bench_ab_runs_each_build_on_a_fresh_copy_and_tabulates_rate_cpu_and_memory() {
     let port = free_port();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/ab.sh");
-    let out = tokio::process::Command::new("bash")
+    let mut command = tokio::process::Command::new("bash");
+    command
         .arg(&script)
         .arg(format!("one={}", env!("CARGO_BIN_EXE_pith")))
         .arg(format!("two={}", env!("CARGO_BIN_EXE_pith")))
@@ -137,14 +138,8 @@ async fn bench_ab_runs_each_build_on_a_fresh_copy_and_tabulates_rate_cpu_and_mem
         // An open loop, its load driven by the second build's generator.
         .envs([("RATE", "400"), ("WRITE_RATIO", "0.2")])
         .env("BENCH_BIN", env!("CARGO_BIN_EXE_pith"))
-        .env("PORT", port.to_string())
-        .env_remove("PITH_DATABASE")
-        .kill_on_drop(true)
-        .output();
-    let out =
-        tokio::time::timeout(std::time::Duration::from_secs(120), out).await.expect("done in 2 min").expect("run");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        .env("PORT", port.to_string());
+    let stdout = run_bench_script(command).await;
     let rows: Vec<Vec<&str>> = stdout
         .lines()
         .filter(|l| l.starts_with("| one |") || l.starts_with("| two |"))
@@ -189,21 +184,16 @@ async fn bench_run_tabulates_pith_hello_and_the_c_design_and_says_which_server_d
     std::fs::set_permissions(&dies, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let ports =
         [("PORT", free_port()), ("HELLO_PORT", free_port()), ("C_PORT", free_port()), ("EXTRA_PORT", free_port())];
-    let out = tokio::process::Command::new("bash")
+    let mut command = tokio::process::Command::new("bash");
+    command
         .arg(&script)
         .envs([("DURATION", "1"), ("WARMUP", "1"), ("REPEAT", "1"), ("CONNECTIONS", "4"), ("SCALE", "0.02")])
         .envs([("WRITE_RATIO", "0.2"), ("C_THREADS", "2"), ("STOP_WAIT", "5")])
         .envs(ports.iter().map(|(k, v)| (*k, v.to_string())))
         .env("PITH_BIN", env!("CARGO_BIN_EXE_pith"))
         .env("EXTRA_PITH", format!("dies={}", dies.display()))
-        .env("OUT", out_dir.path())
-        .env_remove("PITH_DATABASE")
-        .kill_on_drop(true)
-        .output();
-    let out =
-        tokio::time::timeout(std::time::Duration::from_secs(120), out).await.expect("done in 2 min").expect("run");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        .env("OUT", out_dir.path());
+    let stdout = run_bench_script(command).await;
     let header = stdout.lines().find(|l| l.starts_with("| server |")).expect("a table");
     assert!(header.contains("vs hello") && header.contains("vs c"), "{header}");
     for server in ["pith", "dies", "hello", "c"] {
@@ -256,6 +246,17 @@ async fn bench_hello_answers_the_body_size_asked_for_and_refuses_a_size_it_canno
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--body-bytes") && stderr.contains("17"), "{stderr}");
+}
+
+/// Runs a bench script (at most 2 minutes, without the caller's
+/// PITH_DATABASE), checks that it succeeded and returns its stdout.
+async fn run_bench_script(mut command: tokio::process::Command) -> String {
+    let out = command.env_remove("PITH_DATABASE").kill_on_drop(true).output();
+    let out =
+        tokio::time::timeout(std::time::Duration::from_secs(120), out).await.expect("done in 2 min").expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    stdout
 }
 
 /// Builds bench/c/cserver.c with gcc (test.sh installs gcc, libsqlite3-dev and libssl-dev).

@@ -4,7 +4,8 @@
 //! draws them as SVG; the C design of bench/c builds, serves pith's JSON
 //! from a seeded pith.db and stores posts the way pith does; bench/run.sh
 //! loads the three servers and tabulates them; bench/ab.sh runs builds on
-//! fresh copies of one data set and tabulates them.
+//! fresh copies of one data set and tabulates them; bench/startup.py times
+//! start-up.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -220,6 +221,36 @@ async fn bench_run_tabulates_pith_hello_and_the_c_design_and_says_which_server_d
     for (name, port) in ports {
         assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "{name} {port} still listening");
     }
+}
+
+#[tokio::test]
+async fn bench_startup_times_serve_from_exec_to_serving_and_fails_on_a_server_that_never_serves() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let seed = ["seed", "--dataset", "realistic", "--scale", "0.01", "--data-dir"];
+    let mut args: Vec<&OsStr> = seed.iter().map(OsStr::new).collect();
+    args.push(data.as_os_str());
+    assert!(run_pith(&args).await.status.success(), "seed");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/startup.py");
+    let pith = env!("CARGO_BIN_EXE_pith");
+    for data in [None, Some(&data)] {
+        let mut command = tokio::process::Command::new("python3");
+        command.arg(&script).args(["--runs", "2"]);
+        if let Some(data) = data {
+            command.arg("--data").arg(data);
+        }
+        command.arg(pith);
+        let stdout = run_bench_script(command).await;
+        let line = stdout.lines().find(|l| l.starts_with(pith)).unwrap_or_else(|| panic!("a line: {stdout}"));
+        let median: f64 =
+            line.split("median ").nth(1).and_then(|r| r.split(' ').next()).expect(line).parse().expect(line);
+        assert!(median > 0.0 && line.ends_with("2 runs)"), "{line}");
+    }
+    // The seeded copy was served, not changed: the original is still there.
+    assert!(data.join("pith.db").is_file());
+    let out = tokio::process::Command::new("python3").arg(&script).arg("/bin/true").output().await.expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("exited before serving"));
 }
 
 #[tokio::test]

@@ -227,10 +227,8 @@ async fn bench_run_tabulates_pith_hello_and_the_c_design_and_says_which_server_d
 async fn bench_startup_times_serve_from_exec_to_serving_and_fails_on_a_server_that_never_serves() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let seed = ["seed", "--dataset", "realistic", "--scale", "0.01", "--data-dir"];
-    let mut args: Vec<&OsStr> = seed.iter().map(OsStr::new).collect();
-    args.push(data.as_os_str());
-    assert!(run_pith(&args).await.status.success(), "seed");
+    seed_tiny(&data).await;
+    let seeded = std::fs::read(data.join("pith.db")).expect("the seeded file");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/startup.py");
     let pith = env!("CARGO_BIN_EXE_pith");
     for data in [None, Some(&data)] {
@@ -246,11 +244,23 @@ async fn bench_startup_times_serve_from_exec_to_serving_and_fails_on_a_server_th
             line.split("median ").nth(1).and_then(|r| r.split(' ').next()).expect(line).parse().expect(line);
         assert!(median > 0.0 && line.ends_with("2 runs)"), "{line}");
     }
-    // The seeded copy was served, not changed: the original is still there.
-    assert!(data.join("pith.db").is_file());
+    // Each run served a copy: the seeded file is as it was.
+    assert!(std::fs::read(data.join("pith.db")).expect("the seeded file") == seeded, "the original was changed");
     let out = tokio::process::Command::new("python3").arg(&script).arg("/bin/true").output().await.expect("run");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("exited before serving"));
+    // Bad arguments: a usage error (2) naming the problem, before anything runs.
+    for (bad, says) in
+        [(["--runs", "0"], "--runs must be at least 1"), (["--data", "/nonexistent"], "holds no pith.db")]
+    {
+        let out = tokio::process::Command::new("python3").arg(&script).args(bad).arg(pith).output().await.expect("run");
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(says),
+            "{bad:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 #[tokio::test]
@@ -290,6 +300,15 @@ async fn run_bench_script(mut command: tokio::process::Command) -> String {
     stdout
 }
 
+/// Seeds the realistic data set at 1 % into the data dir `data` with `pith seed`.
+async fn seed_tiny(data: &Path) {
+    let mut args: Vec<&OsStr> =
+        ["seed", "--dataset", "realistic", "--scale", "0.01", "--data-dir"].map(OsStr::new).to_vec();
+    args.push(data.as_os_str());
+    let seeded = run_pith(&args).await;
+    assert!(seeded.status.success(), "seed: {}", String::from_utf8_lossy(&seeded.stderr));
+}
+
 /// Builds bench/c/cserver.c with gcc (test.sh installs gcc, libsqlite3-dev and libssl-dev).
 fn build_c_server(dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/c/cserver.c");
@@ -309,10 +328,7 @@ fn build_c_server(dir: &Path) -> PathBuf {
 async fn the_c_design_serves_pith_json_from_a_seeded_pith_db_and_stores_posts_like_pith() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let args: Vec<&OsStr> =
-        vec!["seed".as_ref(), "--scale".as_ref(), "0.01".as_ref(), "--data-dir".as_ref(), data.as_ref()];
-    let seeded = run_pith(&args).await;
-    assert!(seeded.status.success(), "seed: {}", String::from_utf8_lossy(&seeded.stderr));
+    seed_tiny(&data).await;
     let token = user_add(&data, "cbench", false).await;
     // pith serve stores the rendered HTML of the seeded posts when it opens the file.
     let pith_server = Server::start(&data, dir.path().join("pith.log"), std::time::Duration::from_secs(30)).await;

@@ -286,9 +286,6 @@ pub struct TopicCache {
     /// wait for a render), for `/metrics`: one atomic add each.
     pub hits: prometheus_client::metrics::counter::Counter,
     pub misses: prometheus_client::metrics::counter::Counter,
-    /// Other nodes sharing the database, told of every invalidation
-    /// (`crate::cluster`); unset on a single node.
-    bus: std::sync::OnceLock<std::sync::Arc<crate::cluster::Sink>>,
 }
 
 /// A ticket taken before rendering (epoch, generation); see the module comment.
@@ -309,13 +306,7 @@ impl TopicCache {
             budget: budget_bytes,
             hits: Default::default(),
             misses: Default::default(),
-            bus: std::sync::OnceLock::new(),
         }
-    }
-
-    /// Tells other nodes of every invalidation from now on; set once.
-    pub fn set_bus(&self, bus: Arc<crate::cluster::Sink>) {
-        let _ = self.bus.set(bus);
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -390,22 +381,11 @@ impl TopicCache {
     }
 
     /// Evicts every rendering of `topic` (JSON, pages, posts) and forgets
-    /// the renders of it in flight; call after a write to it commits.
-    /// Other nodes on the cluster bus evict it too.
-    /// Returns the renderings that were cached, for a caller that renders
-    /// them again at once (`http::topics::evict`).
+    /// the renders of it in flight; call after a write to it commits
+    /// (`app::apply` does). Returns the renderings that were cached, for a
+    /// caller that renders them again at once (`app::read::evict`).
     pub fn invalidate(&self, topic: i64) -> Vec<Variant> {
-        let evicted =
-            self.evict(topic).map_or_else(Vec::new, |slot| slot.variants.into_iter().map(|(v, _)| v).collect());
-        if let Some(bus) = self.bus.get() {
-            bus.invalidate(topic);
-        }
-        evicted
-    }
-
-    /// `invalidate` on this node only: for another node's write.
-    pub fn invalidate_local(&self, topic: i64) {
-        self.evict(topic);
+        self.evict(topic).map_or_else(Vec::new, |slot| slot.variants.into_iter().map(|(v, _)| v).collect())
     }
 
     /// The eviction itself; the slot it took out is dropped (its bodies

@@ -4,9 +4,12 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::app::RateConfig;
+use crate::live::LiveConfig;
+use crate::settings::default_readers;
 
 #[derive(Debug, Parser)]
 #[command(name = "pith", version, about = "A Reddit-style forum that fits on a Raspberry Pi")]
@@ -113,9 +116,7 @@ impl DataConfig {
     pub fn backend(&self) -> Backend {
         match self.database.as_deref() {
             None | Some("") => Backend::Sqlite(self.data_dir.join("pith.db")),
-            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-                Backend::Postgres(url.to_owned())
-            }
+            Some(url) if crate::settings::is_postgres_url(url) => Backend::Postgres(url.to_owned()),
             Some(url) => {
                 let path = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
                 Backend::Sqlite(PathBuf::from(path))
@@ -133,17 +134,6 @@ impl DataConfig {
                  with pg_dump and pg_restore (see docs/POSTGRES.md)"
             ),
         }
-    }
-}
-
-/// `url` with its password masked, for logs and messages.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else { return url.to_owned() };
-    match rest[..at].split_once(':') {
-        Some((user, _password)) => format!("{scheme}://{user}:***{}", &rest[at..]),
-        None => url.to_owned(),
     }
 }
 
@@ -235,9 +225,9 @@ pub struct ServeConfig {
 
 impl ServeConfig {
     /// The TLS files, when both are set; one without the other is an error.
-    pub fn tls_files(&self) -> anyhow::Result<Option<crate::http::tls::TlsFiles>> {
+    pub fn tls_files(&self) -> anyhow::Result<Option<crate::net::tls::TlsFiles>> {
         match (&self.tls_cert, &self.tls_key) {
-            (Some(cert), Some(key)) => Ok(Some(crate::http::tls::TlsFiles { cert: cert.clone(), key: key.clone() })),
+            (Some(cert), Some(key)) => Ok(Some(crate::net::tls::TlsFiles { cert: cert.clone(), key: key.clone() })),
             (None, None) => Ok(None),
             (Some(_), None) => anyhow::bail!(
                 "--tls-cert (PITH_TLS_CERT) is set but --tls-key (PITH_TLS_KEY) is not; give both or neither"
@@ -247,209 +237,6 @@ impl ServeConfig {
             ),
         }
     }
-}
-
-/// Rate limits (docs/SECURITY.md): each is `COUNT/PERIOD`, a burst of COUNT
-/// that refills one every PERIOD/COUNT. Over a limit the answer is 429 with
-/// `Retry-After`.
-#[derive(Debug, Clone, Args)]
-pub struct RateConfig {
-    /// Enforce the rate limits below ("false" for benchmarks and trusted networks).
-    #[arg(long = "rate-limits", env = "PITH_RATE_LIMITS", default_value_t = true, action = clap::ArgAction::Set)]
-    pub enabled: bool,
-
-    /// New topics and posts per account.
-    #[arg(long = "limit-post-user", env = "PITH_LIMIT_POST_USER", default_value = "10/1m", value_parser = Rate::parse)]
-    pub post_user: Rate,
-
-    /// New topics and posts per client address.
-    #[arg(long = "limit-post-ip", env = "PITH_LIMIT_POST_IP", default_value = "30/1m", value_parser = Rate::parse)]
-    pub post_ip: Rate,
-
-    /// Votes per account.
-    #[arg(long = "limit-vote-user", env = "PITH_LIMIT_VOTE_USER", default_value = "60/1m", value_parser = Rate::parse)]
-    pub vote_user: Rate,
-
-    /// Votes per client address.
-    #[arg(long = "limit-vote-ip", env = "PITH_LIMIT_VOTE_IP", default_value = "180/1m", value_parser = Rate::parse)]
-    pub vote_ip: Rate,
-
-    /// Registrations per client address.
-    #[arg(long = "limit-register-ip", env = "PITH_LIMIT_REGISTER_IP", default_value = "5/1h", value_parser = Rate::parse)]
-    pub register_ip: Rate,
-
-    /// Searches per client address: a search of a common word costs a reader
-    /// thread ~100 ms on a large forum, so it is rationed like a write.
-    #[arg(long = "limit-search-ip", env = "PITH_LIMIT_SEARCH_IP", default_value = "60/1m", value_parser = Rate::parse)]
-    pub search_ip: Rate,
-
-    /// Login attempts per account name (brute-force defence).
-    #[arg(long = "limit-login-user", env = "PITH_LIMIT_LOGIN_USER", default_value = "10/15m", value_parser = Rate::parse)]
-    pub login_user: Rate,
-
-    /// Login attempts per client address.
-    #[arg(long = "limit-login-ip", env = "PITH_LIMIT_LOGIN_IP", default_value = "30/15m", value_parser = Rate::parse)]
-    pub login_ip: Rate,
-
-    /// Header that carries the client's address when Pith runs behind a
-    /// reverse proxy (`X-Forwarded-For`: its last entry; `X-Real-IP`).
-    /// Unset: the socket's peer address. Never set it without a proxy that
-    /// overwrites the header, or clients can pick their own address.
-    #[arg(long = "real-ip-header", env = "PITH_REAL_IP_HEADER")]
-    pub real_ip_header: Option<String>,
-}
-
-impl RateConfig {
-    /// Every limit off: for tests and benchmarks that must not be throttled.
-    pub fn off() -> RateConfig {
-        RateConfig { enabled: false, ..RateConfig::default() }
-    }
-}
-
-impl Default for RateConfig {
-    fn default() -> Self {
-        let rate = |s: &str| Rate::parse(s).unwrap_or(Rate { count: 1, per: Duration::from_secs(1) });
-        RateConfig {
-            enabled: true,
-            post_user: rate("10/1m"),
-            post_ip: rate("30/1m"),
-            vote_user: rate("60/1m"),
-            vote_ip: rate("180/1m"),
-            register_ip: rate("5/1h"),
-            search_ip: rate("60/1m"),
-            login_user: rate("10/15m"),
-            login_ip: rate("30/15m"),
-            real_ip_header: None,
-        }
-    }
-}
-
-/// `COUNT/PERIOD`, such as `10/1m`: a burst of COUNT, then one more every
-/// PERIOD/COUNT.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rate {
-    pub count: u32,
-    pub per: Duration,
-}
-
-impl Rate {
-    pub fn parse(s: &str) -> Result<Rate, String> {
-        let bad = |why: &str| format!("{s:?} is not a rate like 10/1m (COUNT/PERIOD): {why}");
-        let (count, per) = s.split_once('/').ok_or_else(|| bad("no '/'"))?;
-        let count: u32 = count.trim().parse().map_err(|_| bad("the count must be a whole number"))?;
-        if !(1..=1_000_000).contains(&count) {
-            return Err(bad("the count must be between 1 and 1000000"));
-        }
-        Ok(Rate { count, per: parse_duration(per).map_err(|e| bad(&e))? })
-    }
-}
-
-impl std::fmt::Display for Rate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}s", self.count, self.per.as_secs_f64())
-    }
-}
-
-/// Live updates (docs/LIVE.md): heartbeats and the limits that keep
-/// memory bounded whatever clients do.
-#[derive(Debug, Clone, Args)]
-pub struct LiveConfig {
-    /// How often idle live sockets are pinged ("16s", "500ms"); one that has
-    /// not answered by the next ping is closed.
-    #[arg(long = "live-ping-interval", env = "PITH_LIVE_PING_INTERVAL", default_value = "16s", value_parser = parse_duration)]
-    pub ping_interval: Duration,
-
-    /// Most live connections (WebSocket and SSE) at once.
-    #[arg(long = "live-max-sockets", env = "PITH_LIVE_MAX_SOCKETS", default_value_t = LiveConfig::MAX_SOCKETS)]
-    pub max_sockets: usize,
-
-    /// Most live connections from one IP address (behind a reverse proxy,
-    /// every client shares the proxy's address: raise this).
-    #[arg(long = "live-max-sockets-per-ip", env = "PITH_LIVE_MAX_SOCKETS_PER_IP", default_value_t = LiveConfig::MAX_SOCKETS_PER_IP)]
-    pub max_sockets_per_ip: u32,
-
-    /// Most topic and community subscriptions on one connection.
-    #[arg(long = "live-max-subscriptions", env = "PITH_LIVE_MAX_SUBSCRIPTIONS", default_value_t = LiveConfig::MAX_SUBSCRIPTIONS)]
-    pub max_subscriptions: usize,
-
-    /// Largest message a client may send, in bytes.
-    #[arg(long = "live-max-message-bytes", env = "PITH_LIVE_MAX_MESSAGE_BYTES", default_value_t = LiveConfig::MAX_MESSAGE_BYTES)]
-    pub max_message_bytes: usize,
-
-    /// KiB of output a socket may have waiting beyond the kernel's buffer
-    /// before it is dropped as too slow (one event always fits).
-    #[arg(long = "live-max-pending-kb", env = "PITH_LIVE_MAX_PENDING_KB", default_value_t = LiveConfig::MAX_PENDING_KB)]
-    pub max_pending_kb: usize,
-
-    /// KiB of kernel send buffer per live socket (the kernel doubles it;
-    /// 0 keeps its autotuning, which lets one slow client take ~4 MiB).
-    #[arg(long = "live-send-buffer-kb", env = "PITH_LIVE_SEND_BUFFER_KB", default_value_t = LiveConfig::SEND_BUFFER_KB)]
-    pub send_buffer_kb: usize,
-
-    /// MiB of waiting output for all sockets together; past it, sockets
-    /// that cannot take an event are dropped as too slow.
-    #[arg(long = "live-max-pending-total-mb", env = "PITH_LIVE_MAX_PENDING_TOTAL_MB", default_value_t = LiveConfig::MAX_PENDING_TOTAL_MB)]
-    pub max_pending_total_mb: usize,
-
-    /// Events buffered per channel; a subscriber that falls this far behind
-    /// is dropped (it must reload what it missed).
-    #[arg(long = "live-channel-capacity", env = "PITH_LIVE_CHANNEL_CAPACITY", default_value_t = LiveConfig::CHANNEL_CAPACITY)]
-    pub channel_capacity: usize,
-
-    /// Most channels (topics, communities, inboxes with a subscriber) at once.
-    #[arg(long = "live-max-channels", env = "PITH_LIVE_MAX_CHANNELS", default_value_t = LiveConfig::MAX_CHANNELS)]
-    pub max_channels: usize,
-}
-
-impl LiveConfig {
-    pub const MAX_SOCKETS: usize = 250_000;
-    pub const MAX_SOCKETS_PER_IP: u32 = 256;
-    pub const MAX_SUBSCRIPTIONS: usize = 32;
-    pub const MAX_MESSAGE_BYTES: usize = 4096;
-    pub const MAX_PENDING_KB: usize = 64;
-    pub const MAX_PENDING_TOTAL_MB: usize = 64;
-    pub const SEND_BUFFER_KB: usize = 64;
-    pub const CHANNEL_CAPACITY: usize = 32;
-    pub const MAX_CHANNELS: usize = 65_536;
-}
-
-impl Default for LiveConfig {
-    fn default() -> Self {
-        LiveConfig {
-            ping_interval: Duration::from_secs(16),
-            max_sockets: Self::MAX_SOCKETS,
-            max_sockets_per_ip: Self::MAX_SOCKETS_PER_IP,
-            max_subscriptions: Self::MAX_SUBSCRIPTIONS,
-            max_message_bytes: Self::MAX_MESSAGE_BYTES,
-            max_pending_kb: Self::MAX_PENDING_KB,
-            max_pending_total_mb: Self::MAX_PENDING_TOTAL_MB,
-            send_buffer_kb: Self::SEND_BUFFER_KB,
-            channel_capacity: Self::CHANNEL_CAPACITY,
-            max_channels: Self::MAX_CHANNELS,
-        }
-    }
-}
-
-/// "16s", "500ms", "2m" or plain seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = s.find(|c: char| !c.is_ascii_digit() && c != '.').map_or((s, "s"), |i| s.split_at(i));
-    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration like 16s or 500ms"))?;
-    let secs = match unit.trim() {
-        "ms" => n / 1000.0,
-        "s" | "" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("{s:?}: the unit must be ms, s, m or h")),
-    };
-    if !(0.001..=86_400.0).contains(&secs) {
-        return Err(format!("{s:?} is out of range"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
-pub fn default_readers() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 16)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -523,12 +310,5 @@ mod backend_tests {
         assert_eq!(data(Some(url)).backend(), Backend::Postgres(url.into()));
         let err = data(Some("postgres://h/db")).sqlite_path().expect_err("not a file");
         assert!(err.to_string().contains("pg_dump"), "{err}");
-    }
-
-    #[test]
-    fn a_password_never_shows_in_a_redacted_url() {
-        assert_eq!(redact_url("postgres://pith:s3cr:et@h:5432/db"), "postgres://pith:***@h:5432/db");
-        assert_eq!(redact_url("postgres://pith@h/db"), "postgres://pith@h/db");
-        assert_eq!(redact_url("postgres://h/db?user=a"), "postgres://h/db?user=a");
     }
 }

@@ -1,36 +1,40 @@
 //! Pith: a Reddit-style forum that fits on a Raspberry Pi.
 //!
 //! # Layout
-//! - `config`: the command line (clap), every setting with a default.
-//! - `config_file`: the TOML config file, and each setting's source.
-//! - `model`: domain types and validated input newtypes.
-//! - `store`: the `Store` trait and its SQLite backend (writer thread with
-//!   group commit, reader pool, checkpointer).
-//! - `cache`: rendered topic responses with gzip variants and ETags.
-//! - `cluster`: the bus between nodes sharing one PostgreSQL (cache
-//!   invalidations and live events; LISTEN/NOTIFY or NATS).
-//! - `markdown`: user Markdown to sanitized HTML (pulldown-cmark, ammonia).
-//! - `auth`: argon2id passwords, bearer tokens, the token cache.
-//! - `http`: the axum router, extractors and route modules.
-//! - `error`: `AppError`, the JSON error shape.
-//! - `live`: live updates over WebSocket and SSE (hub, hand-written
-//!   framing, one small task per socket, the `bench ws` load generator).
-//! - `web`: the HTML forum (pages, cookie sessions, CSRF, assets, feeds).
-//! - `metrics`: Prometheus metrics and `/metrics`; `logging`: log settings
-//!   and request ids.
-//! - `memory`: glibc malloc tuning (arenas, trimming after start-up).
-//! - `migrate`: `pith migrate`, SQLite <-> PostgreSQL with verification.
-//! - `serve`, `seed`, `users`, `bench`, `backup` (and restore): the subcommands.
+//! The modules in layers, bottom to top. A module uses the ones below it,
+//! never the ones above, and not its siblings in the same layer;
+//! `tests/it/layers.rs` holds the code to this order.
+//!
+//! 1. Foundations: `settings` (value parsers every module's settings
+//!    share), `markdown` (user Markdown to sanitized HTML), `logging` (log
+//!    settings, request ids), `memory` (glibc malloc tuning).
+//! 2. `model`: domain types, validated input, sorts, `Change` (what a
+//!    committed write did) and `policy` (who may do what, as pure rules).
+//! 3. `store`: the `Store` trait and its SQLite and PostgreSQL backends;
+//!    they fetch facts and run SQL in one transaction, never decide.
+//! 4. `cache` (rendered topic responses with compressed variants and
+//!    ETags) and `live` (the hub, frames and connections of live updates).
+//! 5. `cluster` (carries `Change`s between nodes, hands received ones to a
+//!    callback) and `metrics` (records and samples Prometheus metrics).
+//! 6. `app`: `App`/`AppState`, the forum's operations, and `apply`, the
+//!    one place a `Change` takes effect (cache, live, bus).
+//! 7. `net`: the accept loop, parked connections and the fast path, TLS,
+//!    connection caps.
+//! 8. `api` (the JSON API) and `web` (the HTML forum): siblings, both call
+//!    `app`, neither calls the other.
+//! 9. `server`: the whole router, and `run(listener, shutdown)`.
+//! 10. The commands: `config` and `config_file` (the command line, the
+//!     config file, each setting's source), `serve`, `seed`, `users`,
+//!     `backup` (and restore), `migrate`, `bench`.
 
-pub mod auth;
+pub mod api;
+pub mod app;
 pub mod backup;
 pub mod bench;
 pub mod cache;
 pub mod cluster;
 pub mod config;
 pub mod config_file;
-pub mod error;
-pub mod http;
 pub mod live;
 pub mod logging;
 pub mod markdown;
@@ -38,8 +42,11 @@ pub mod memory;
 pub mod metrics;
 pub mod migrate;
 pub mod model;
+pub mod net;
 pub mod seed;
 pub mod serve;
+pub mod server;
+pub mod settings;
 pub mod store;
 pub mod users;
 pub mod web;

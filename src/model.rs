@@ -2,10 +2,12 @@
 //! client may send. Handlers parse raw input into these newtypes, so the
 //! storage layer only ever sees checked data.
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub mod change;
 mod moderation;
 mod search;
+pub use change::Change;
 pub use moderation::*;
 pub use search::SearchHit;
 
@@ -34,6 +36,20 @@ impl Serialize for Timestamp {
     }
 }
 
+/// The RFC 3339 text back (or plain seconds): a `Change` crosses the
+/// cluster bus as JSON.
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        if let Ok(secs) = text.parse::<i64>() {
+            return Ok(Timestamp(secs));
+        }
+        time::OffsetDateTime::parse(&text, &time::format_description::well_known::Rfc3339)
+            .map(|t| Timestamp(t.unix_timestamp()))
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct User {
     pub id: i64,
@@ -52,7 +68,7 @@ pub struct Community {
     pub topic_count: i64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Topic {
     pub id: i64,
     pub community: String,
@@ -81,7 +97,7 @@ pub struct Topic {
     pub author_id: i64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Post {
     pub id: i64,
     pub topic_id: i64,

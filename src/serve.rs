@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use crate::app::AppState;
 use crate::config::{Backend, ServeConfig};
-use crate::http::{self, AppState};
+use crate::net::server::ConnLimits;
 use crate::store::Store;
 use crate::store::postgres::{PgOptions, PgStore};
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
@@ -21,7 +22,7 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     tracing::info!("starting pith {}", env!("CARGO_PKG_VERSION"));
     crate::config_file::log(&cfg.effective);
     // Loaded before anything else so a bad certificate stops start-up.
-    let tls = cfg.tls_files()?.map(crate::http::tls::Tls::new).transpose()?;
+    let tls = cfg.tls_files()?.map(crate::net::tls::Tls::new).transpose()?;
     match backend {
         Backend::Sqlite(path) => {
             let opts = SqliteOptions {
@@ -44,7 +45,7 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
             let opts = PgOptions { pool_size: cfg.pg_pool_size, ..PgOptions::default() };
             let store = PgStore::connect(&url, &opts)
                 .await
-                .with_context(|| format!("cannot open database {}", crate::config::redact_url(&url)))?;
+                .with_context(|| format!("cannot open database {}", crate::settings::redact_url(&url)))?;
             launch(store, &cfg, tls).await?;
         }
     }
@@ -53,7 +54,7 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
 }
 
 /// Binds and serves `store` until SIGINT or SIGTERM.
-async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::http::tls::Tls>) -> anyhow::Result<()> {
+async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::net::tls::Tls>) -> anyhow::Result<()> {
     let listener = bind(cfg.listen).with_context(|| format!("cannot listen on {}", cfg.listen))?;
     if let Some(tls) = &tls {
         tls.reload_on_sighup()?;
@@ -63,23 +64,29 @@ async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::http::
     let state = AppState::with_config(store, cfg.cache_mb << 20, &cfg.live, &cfg.rate);
     // Over TLS every cookie is Secure, whatever the flag says.
     state.web.set_secure_cookies(cfg.secure_cookies || tls.is_some());
-    crate::cluster::start(&state, &cfg.cluster, cfg.data.database.as_deref())?;
-    let metrics_listener = crate::metrics::serve::start(&cfg.metrics, &state).await?;
+    crate::app::bus::start(&state, &cfg.cluster, cfg.data.database.as_deref())?;
+    let metrics_listener = crate::api::metrics::start(&cfg.metrics, &state).await?;
     if !state.store.has_admin().await? {
         let link = setup_link(scheme, listener.local_addr()?, &state.web.setup.issue());
         // A log line, and so on stderr, which keeps `--log-format json`
         // output all JSON.
         tracing::warn!("no administrator yet: create one at this one-time link (works until one exists): {link}");
     }
-    let limits = http::server::ConnLimits {
+    let limits = ConnLimits {
         max_connections: cfg.max_connections.max(1),
         header_timeout: Duration::from_secs(cfg.header_timeout_secs.max(1)),
         max_header_bytes: cfg.max_header_kb.max(1) << 10,
         tls,
-        ..http::server::ConnLimits::default()
+        ..ConnLimits::default()
     };
-    http::run_with_limits(listener, state, Duration::from_secs(cfg.request_timeout_secs), limits, shutdown_signal())
-        .await?;
+    crate::server::run_with_limits(
+        listener,
+        state,
+        Duration::from_secs(cfg.request_timeout_secs),
+        limits,
+        shutdown_signal(),
+    )
+    .await?;
     if let Some(task) = metrics_listener {
         task.abort();
     }

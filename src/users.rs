@@ -6,7 +6,7 @@ use std::future::Future;
 
 use anyhow::Context;
 
-use crate::auth::{hash_password, new_token, token_digest};
+use crate::app::auth::{hash_password, new_token, token_digest};
 use crate::config::{Backend, DataConfig, UserAddConfig, UserInviteConfig};
 use crate::model::{Password, Timestamp, Username};
 use crate::store::Store;
@@ -103,7 +103,7 @@ where
         let store = std::sync::Arc::new(
             PgStore::connect(url, &opts)
                 .await
-                .with_context(|| format!("cannot open database {}", crate::config::redact_url(url)))?,
+                .with_context(|| format!("cannot open database {}", crate::settings::redact_url(url)))?,
         );
         let result = f(store.clone()).await;
         store.shutdown().await;

@@ -7,14 +7,15 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use serde::Deserialize;
 
 use super::inert;
-use pith::http::fast;
-use pith::http::hot::Answer;
-use pith::http::live::LiveQuery;
-use pith::http::topics::{ListQuery, TopicQuery, parse_list, parse_post_sort};
+use pith::api::live::LiveQuery;
+use pith::api::topics::{ListQuery, TopicQuery, parse_list};
+use pith::app::read::parse_post_sort;
 use pith::live::frame::{self, Head, HeadError, OP_CONTINUATION, OP_TEXT};
 use pith::live::{Key, proto};
 use pith::markdown;
 use pith::model::CommunityName;
+use pith::net::fast;
+use pith::net::hot::Answer;
 use pith::store::{Cursor, TopicSort};
 
 /// Markdown to HTML: inert, within the documented size bound, deterministic.
@@ -229,7 +230,7 @@ pub fn query(data: &[u8]) {
     }
 }
 
-/// A parked connection's next request (`pith::http::fast::answer`): never
+/// A parked connection's next request (`pith::net::fast::answer`): never
 /// panics, and reaches the hot path only with one whole `GET` head of
 /// HTTP/1.1, nothing after it, no header that changes the framing, and
 /// the target and headers as sent.

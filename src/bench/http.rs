@@ -13,10 +13,11 @@ use hyper::header::HeaderValue;
 use super::conn::{self, Plan, Target};
 use super::monitor::{self, Progress};
 use super::pacer::Pacer;
+use super::probe;
 use super::report::{KindSummary, Summary};
 use super::results::WorkerResults;
 use super::schedule::Window;
-use super::{parse_duration, probe};
+use crate::settings::parse_duration;
 
 #[derive(Debug, Clone, Args)]
 pub struct HttpArgs {
@@ -72,7 +73,7 @@ pub struct HttpArgs {
     pub label: Option<String>,
 
     /// Load generator threads (default: one per core).
-    #[arg(long, default_value_t = crate::config::default_readers())]
+    #[arg(long, default_value_t = crate::settings::default_readers())]
     pub threads: usize,
 
     /// Longest wait for one answer before it counts as an error.

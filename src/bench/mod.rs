@@ -32,8 +32,6 @@ pub mod results;
 pub mod schedule;
 pub mod write;
 
-use std::time::Duration;
-
 use clap::{Args, Subcommand};
 
 #[derive(Debug, Clone, Args)]
@@ -70,45 +68,9 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
     }
 }
 
-/// Parses `15s`, `500ms`, `2m`, `1h` or a bare number of seconds (`1.5`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num.parse().map_err(|_| format!("`{s}` is not a duration like 15s, 500ms or 2m"))?;
-    let secs = match unit.trim() {
-        "" | "s" => value,
-        "ms" => value / 1000.0,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        other => return Err(format!("unknown duration unit `{other}` (use ms, s, m or h)")),
-    };
-    if !(0.0..=86_400.0).contains(&secs) {
-        return Err(format!("`{s}` is out of range (0 to 24 h)"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_accept_the_usual_units() {
-        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
-    }
-
-    #[test]
-    fn a_duration_with_an_unknown_unit_or_no_number_is_rejected() {
-        assert!(parse_duration("15 parsecs").is_err());
-        assert!(parse_duration("s").is_err());
-        assert!(parse_duration("").is_err());
-        assert!(parse_duration("999999h").is_err());
-    }
 
     #[test]
     fn bench_subcommands_parse_from_the_command_line() {
@@ -122,7 +84,7 @@ mod tests {
             .expect("http flags parse");
         let BenchCommand::Http(a) = cli.bench.command else { panic!("expected http") };
         assert_eq!(a.connections, 50);
-        assert_eq!(a.duration, Duration::from_secs(3));
+        assert_eq!(a.duration, std::time::Duration::from_secs(3));
         assert_eq!(a.topics, http::Topics::Count(300));
         assert!(Cli::try_parse_from(["pith", "hello", "--listen", "127.0.0.1:0"]).is_ok());
     }

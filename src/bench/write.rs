@@ -15,10 +15,10 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use super::parse_duration;
 use super::report::{KindSummary, fmt_ms};
 use super::results::Results;
 use crate::model::{Body, CommunityName, Title, Username};
+use crate::settings::parse_duration;
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 use crate::store::{NewCommunity, NewPost, NewTopic, Store};
 

@@ -1,23 +1,21 @@
 //! The cluster bus: several `pith serve` nodes on one PostgreSQL tell each
-//! other about every committed write, so each drops the cached renderings
-//! of a changed topic and hands the live event to its own subscribers.
+//! other about every committed write. What travels is the write's `Change`
+//! (one message per write); a node that receives one hands it to the
+//! callback it was attached with (`app::bus`), which applies it through the
+//! same path as its own writes, without sending it on. This module knows
+//! nothing of the cache or the live hub.
 //!
 //! - `wire`: the messages and their JSON encoding.
 //! - `postgres`: the default transport, LISTEN/NOTIFY on a dedicated
-//!   connection (big events spill into a table; see there).
+//!   connection (big messages spill into a table; see there).
 //! - `nats`: the optional transport, a NATS subject.
 //! - `settings`: `--bus` and `--node-id`.
 //!
-//! The hooks sit in `TopicCache::invalidate` and `Hub::publish_with`, so
-//! every handler that evicts or publishes after a write is covered without
-//! knowing about the bus. What arrives from other nodes is applied with the
-//! local-only paths (`invalidate_local`, `publish_local`, `clear`), which
-//! never forward: nothing echoes or loops. A node also ignores its own
-//! messages, by node id, since both transports deliver them back.
-//!
-//! When a transport reconnects, invalidations may have been missed both
-//! ways, so the node drops its whole cache and asks every other node to do
-//! the same (`Msg::Flush`). docs/SCALING.md describes what a client may see.
+//! A node ignores its own messages, by node id, since both transports
+//! deliver them back. When a transport reconnects, Changes may have been
+//! missed both ways, so the node's callback gets `Msg::Flush` (drop the
+//! whole cache) and every other node is asked to do the same.
+//! docs/SCALING.md describes what a client may see.
 
 pub mod nats;
 pub mod postgres;
@@ -27,12 +25,9 @@ pub mod wire;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use crate::http::{App, AppState};
-use crate::live::Key;
-use crate::store::Store;
+use crate::model::Change;
 
 pub use settings::{Bus, ClusterConfig};
 pub use wire::{Envelope, Msg};
@@ -41,7 +36,7 @@ pub use wire::{Envelope, Msg};
 /// flush of every node's cache is sent instead, once it drains).
 const QUEUE: usize = 65_536;
 
-/// The sending end the cache and the hub hold.
+/// The sending end `app::apply` holds.
 pub struct Sink {
     tx: mpsc::Sender<Msg>,
     /// Set when a message could not be queued: other nodes may then hold
@@ -52,16 +47,9 @@ pub struct Sink {
 }
 
 impl Sink {
-    pub fn invalidate(&self, topic: i64) {
-        self.send(Msg::Invalidate { topic });
-    }
-
-    /// An event frame published on this node, for other nodes' subscribers.
-    pub fn event(&self, key: &Key, frame: &Bytes) {
-        let payload = crate::live::events::payload(frame);
-        // Events are serialised by serde_json, so always UTF-8.
-        let Ok(payload) = String::from_utf8(payload.to_vec()) else { return };
-        self.send(Msg::Event { key: key.into(), payload });
+    /// A write committed on this node, for the others to apply.
+    pub fn change(&self, change: &Change) {
+        self.send(Msg::Change { change: Box::new(change.clone()) });
     }
 
     fn send(&self, msg: Msg) {
@@ -88,33 +76,12 @@ impl Sink {
 /// What a transport calls with each message from another node.
 pub type Apply = Arc<dyn Fn(Msg) + Send + Sync>;
 
-/// Applies a message from another node with the local-only paths.
-pub fn apply_to<S: Store>(app: &App<S>, msg: Msg) {
-    match msg {
-        Msg::Invalidate { topic } => app.cache.invalidate_local(topic),
-        Msg::Event { key, payload } => {
-            let frame = crate::live::frame::frame(crate::live::frame::OP_TEXT, payload.as_bytes(), None);
-            app.live.publish_local(&key.into(), frame);
-        }
-        Msg::Flush => app.cache.clear(),
-        // Resolved by the PostgreSQL transport before it gets here.
-        Msg::Spilled { .. } => {}
-    }
-}
-
-/// Connects `state` to the other nodes through `bus`: from now on its
-/// invalidations and events go out, and theirs come in. Returns at once;
-/// the transport connects (and reconnects) in the background; the sink
-/// returned tells whether it is connected (`None`: no bus).
-pub fn attach<S: Store>(state: &AppState<S>, bus: &Bus, node: &str) -> Option<Arc<Sink>> {
+/// Starts the transport for `bus` in the background (it connects and
+/// reconnects by itself) and returns the sink to send on; what other nodes
+/// send reaches `apply`. `None` without a bus.
+pub fn attach(bus: &Bus, node: &str, apply: Apply) -> Option<Arc<Sink>> {
     let (tx, rx) = mpsc::channel(QUEUE);
     let sink = Arc::new(Sink { tx, overflowed: AtomicBool::new(false), connected: AtomicBool::new(false) });
-    let weak = Arc::downgrade(&state.0);
-    let apply: Apply = Arc::new(move |msg| {
-        if let Some(app) = weak.upgrade() {
-            apply_to(&app, msg);
-        }
-    });
     match bus {
         Bus::None => return None,
         Bus::Postgres(url) => {
@@ -124,23 +91,7 @@ pub fn attach<S: Store>(state: &AppState<S>, bus: &Bus, node: &str) -> Option<Ar
             tokio::spawn(nats::run(url.clone(), node.to_owned(), rx, sink.clone(), apply));
         }
     }
-    state.cache.set_bus(sink.clone());
-    state.live.set_bus(sink.clone());
     Some(sink)
-}
-
-/// `pith serve`'s part: resolves and logs the settings, then attaches.
-pub fn start<S: Store>(state: &AppState<S>, cfg: &ClusterConfig, database: Option<&str>) -> anyhow::Result<()> {
-    let bus = Bus::resolve(&cfg.bus, database).map_err(anyhow::Error::msg)?;
-    let node = if cfg.node_id.trim().is_empty() { new_node_id() } else { cfg.node_id.trim().to_owned() };
-    tracing::info!(bus = %bus.describe(), node_id = %node, "cluster");
-    if matches!(bus, Bus::Nats(_)) && !database.is_some_and(settings::is_postgres_url) {
-        tracing::warn!(
-            "a bus with SQLite: each node has its own database, so the bus only carries live events and evictions"
-        );
-    }
-    attach(state, &bus, &node);
-    Ok(())
 }
 
 /// A fresh node id: random, so restarted nodes never share one.

@@ -34,7 +34,7 @@ pub enum Bus {
 impl Bus {
     /// Resolves `--bus` against the database URL (`None`: SQLite).
     pub fn resolve(setting: &str, database: Option<&str>) -> Result<Bus, String> {
-        let pg = database.filter(|d| is_postgres_url(d)).map(str::to_owned);
+        let pg = database.filter(|d| crate::settings::is_postgres_url(d)).map(str::to_owned);
         match setting.trim() {
             "" | "auto" => Ok(pg.map_or(Bus::None, Bus::Postgres)),
             "none" => Ok(Bus::None),
@@ -51,13 +51,9 @@ impl Bus {
         match self {
             Bus::None => "none".into(),
             Bus::Postgres(_) => "postgres (LISTEN/NOTIFY on the database)".into(),
-            Bus::Nats(url) => format!("nats ({})", url.rsplit('@').next().unwrap_or(url)),
+            Bus::Nats(url) => format!("nats ({})", crate::settings::redact_url(url)),
         }
     }
-}
-
-pub fn is_postgres_url(s: &str) -> bool {
-    s.starts_with("postgres://") || s.starts_with("postgresql://")
 }
 
 #[cfg(test)]

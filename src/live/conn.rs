@@ -23,7 +23,7 @@ use tokio::sync::oneshot;
 use super::frame::{self, OP_CLOSE};
 use super::proto;
 use super::subs::Membership;
-use crate::http::idle::{Stream, Upgraded};
+use super::{Stream, Upgraded};
 use output::write_now;
 
 mod input;
@@ -308,7 +308,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_connection_task_is_small() {
-        let hub = crate::live::Hub::new(&crate::config::LiveConfig::default(), None);
+        let hub = crate::live::Hub::new(&crate::live::LiveConfig::default(), None);
         let member = Membership::join(&hub, std::net::Ipv4Addr::LOCALHOST.into()).expect("join");
         let (socket, rx) = oneshot::channel();
         let task = handed_off(rx, member);

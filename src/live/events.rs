@@ -83,9 +83,10 @@ pub fn error_frame(code: &str, message: &str) -> Option<Bytes> {
 }
 
 impl Hub {
-    pub fn post_created(&self, post: &Post) {
+    /// A new post, to its topic's subscribers and to `notify`'s inbox.
+    pub fn post_created(&self, post: &Post, notify: Option<i64>) {
         self.publish_with(&Key::Topic(post.topic_id), || text_frame(&Out::Post { post }));
-        if let Some(user) = post.notify {
+        if let Some(user) = notify {
             self.publish_with(&Key::Inbox(user), || text_frame(&Out::Reply { post }));
         }
     }

@@ -23,7 +23,7 @@ use tokio::sync::broadcast;
 
 use super::beat::{BUCKETS, Clock};
 
-use crate::config::LiveConfig;
+use super::LiveConfig;
 
 /// Most often a `score` event goes out for one post or topic.
 pub const SCORE_EVERY: Duration = Duration::from_secs(1);
@@ -119,9 +119,6 @@ struct Inner {
     ticking: AtomicBool,
     scores: Mutex<HashMap<(bool, i64), ScoreSlot>>,
     resolver: Option<Resolver>,
-    /// Where events also go when other nodes share the database
-    /// (`crate::cluster`); unset on a single node.
-    bus: std::sync::OnceLock<Arc<crate::cluster::Sink>>,
 }
 
 /// When an item's score last went out, and the newest total held back.
@@ -147,7 +144,6 @@ impl Hub {
             ticking: AtomicBool::new(false),
             scores: Mutex::new(HashMap::new()),
             resolver,
-            bus: std::sync::OnceLock::new(),
         }))
     }
 
@@ -236,33 +232,12 @@ impl Hub {
         lock(&self.0.channels).get(key).is_some_and(|tx| tx.receiver_count() > 0)
     }
 
-    /// Sends a frame built by `build`, which runs only when someone listens
-    /// (here, or on other nodes when a cluster bus is attached).
+    /// Sends a frame built by `build` to `key`'s subscribers; `build` runs
+    /// only when someone listens, once for all of them.
     pub fn publish_with(&self, key: &Key, build: impl FnOnce() -> Option<Bytes>) {
-        let tx = lock(&self.0.channels).get(key).cloned();
-        let bus = self.0.bus.get();
-        if tx.is_none() && bus.is_none() {
-            return;
-        }
-        let Some(frame) = build() else { return };
-        if let Some(bus) = bus {
-            bus.event(key, &frame);
-        }
-        if let Some(tx) = tx {
-            let _ = tx.send(frame);
-        }
-    }
-
-    /// Sends a frame to this node's subscribers only: for events another
-    /// node published, which must never go back onto the bus.
-    pub fn publish_local(&self, key: &Key, frame: Bytes) {
         let Some(tx) = lock(&self.0.channels).get(key).cloned() else { return };
+        let Some(frame) = build() else { return };
         let _ = tx.send(frame);
-    }
-
-    /// Forwards every event published here to other nodes too; set once.
-    pub fn set_bus(&self, bus: Arc<crate::cluster::Sink>) {
-        let _ = self.0.bus.set(bus);
     }
 
     /// Books `n` bytes of queued output against the server-wide cap.
@@ -309,8 +284,7 @@ impl Hub {
     /// Publishes a score now, or holds it so that an item gets at most one
     /// `score` event per `SCORE_EVERY`; the ticker sends the last one held.
     pub fn score(&self, is_post: bool, id: i64, topic_id: i64, score: i64) {
-        // With a bus, subscribers on other nodes may be waiting for it.
-        if self.0.bus.get().is_none() && !self.has_subscribers(&Key::Topic(topic_id)) {
+        if !self.has_subscribers(&Key::Topic(topic_id)) {
             return;
         }
         let now = Instant::now();

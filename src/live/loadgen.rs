@@ -24,7 +24,7 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
-use crate::config::parse_duration;
+use crate::settings::parse_duration;
 use http::{Target, request};
 use worker::Share;
 

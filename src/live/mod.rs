@@ -13,6 +13,8 @@
 //! - `sse`: the same events as Server-Sent Events.
 //! - `tls_bridge`: WebSockets over TLS, relayed to a loopback pair.
 //! - `loadgen`: `pith bench ws`, the load generator for all of this.
+//! - `settings`: `--live-*`, the limits above; `stream`: what an upgraded
+//!   connection runs on (TCP, or TLS over it).
 //!
 //! docs/LIVE.md describes the protocol and the measured footprint.
 
@@ -23,11 +25,15 @@ pub mod frame;
 pub mod hub;
 pub mod loadgen;
 pub mod proto;
+pub mod settings;
 pub mod sse;
+pub mod stream;
 pub mod subs;
 pub mod tls_bridge;
 
 pub use conn::Conn;
 pub use hub::{Hub, Key, Limits, Refused, Resolver};
+pub use settings::LiveConfig;
 pub use sse::SseStream;
+pub use stream::{Stream, Upgraded};
 pub use subs::Membership;

@@ -190,7 +190,7 @@ impl Drop for Membership {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::LiveConfig;
+    use crate::live::LiveConfig;
 
     #[test]
     fn subscriptions_go_from_inline_to_a_vector_and_back() {

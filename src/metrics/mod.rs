@@ -1,6 +1,6 @@
-//! Prometheus metrics (docs/METRICS.md): the registry each `App` owns, the
-//! `/metrics` handler, and where it is served (main listener, its own, or
-//! nowhere).
+//! Prometheus metrics (docs/METRICS.md): the registry each `App` owns and
+//! where it is served (main listener, its own, or nowhere). This module
+//! records and samples; `api::metrics` serves `/metrics`.
 //!
 //! Counters and histograms are recorded where things happen (the request
 //! middleware in `http`, the cache, the writer and checkpointer through
@@ -11,28 +11,18 @@
 pub mod config;
 pub mod http;
 mod process;
-pub mod serve;
-pub mod store;
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::{HeaderValue, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 pub use config::MetricsConfig;
-pub use store::StoreMetrics;
 
 use crate::cache::TopicCache;
-use crate::error::AppError;
-use crate::http::AppState;
 use crate::live::Hub;
-use crate::store::Store;
+use crate::store::StoreMetrics;
 
 /// The OpenMetrics text format, which Prometheus reads (and prefers).
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -174,41 +164,4 @@ fn register_store(r: &mut Registry, s: &Sampled, store: &StoreMetrics) {
     );
     r.register("pith_db_bytes", "Size of the database file", s.db_bytes.clone());
     r.register("pith_wal_bytes", "Size of the write-ahead log file", s.wal_bytes.clone());
-}
-
-/// `GET /metrics`.
-pub async fn scrape<S: Store>(State(state): State<AppState<S>>) -> Response {
-    match state.metrics.render(&state.cache, &state.live) {
-        Ok(body) => ([(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE))], body).into_response(),
-        Err(_) => AppError::Internal("cannot encode the metrics".into()).into_response(),
-    }
-}
-
-/// Adds `/metrics` (when served on the main listener) and the route marker
-/// to the application's routes; call after every route is added.
-pub fn routes<S: Store>(routes: Router<AppState<S>>, state: &AppState<S>) -> Router<AppState<S>> {
-    match state.metrics.mode() {
-        Mode::Off => routes,
-        Mode::OwnListener => routes.route_layer(axum::middleware::from_fn(http::mark_route)),
-        Mode::MainListener => {
-            routes.route("/metrics", get(scrape::<S>)).route_layer(axum::middleware::from_fn(http::mark_route))
-        }
-    }
-}
-
-/// Wraps the whole application in the request metrics (unless off).
-pub fn layer<S: Store>(app: Router<AppState<S>>, state: &AppState<S>) -> Router<AppState<S>> {
-    if state.metrics.mode() == Mode::Off {
-        return app;
-    }
-    let metrics = state.metrics.http.clone();
-    app.layer(axum::middleware::from_fn(move |req, next| http::track(metrics.clone(), req, next)))
-}
-
-/// The router of the separate metrics listener (`--metrics-listen`).
-pub fn router<S: Store>(state: AppState<S>) -> Router {
-    Router::new()
-        .route("/metrics", get(scrape::<S>))
-        .fallback(|uri: axum::http::Uri| async move { AppError::NotFound(format!("route {}", uri.path())) })
-        .with_state(state)
 }

@@ -26,7 +26,7 @@ pub async fn sqlite_to_postgres(src: &Path, url: &str) -> anyhow::Result<(Tallie
     // Connecting the store applies the PostgreSQL migrations.
     crate::store::postgres::PgStore::connect(url, &crate::store::postgres::PgOptions::default())
         .await
-        .with_context(|| format!("cannot prepare {}", crate::config::redact_url(url)))?;
+        .with_context(|| format!("cannot prepare {}", crate::settings::redact_url(url)))?;
     let mut client = postgres::connect(url).await?;
     for table in TABLES.iter().filter(|t| !PRESET.contains(t)) {
         let n = postgres::count(&client, table).await?;

@@ -45,7 +45,7 @@ pub enum End {
 impl End {
     /// A URL, `sqlite:PATH`, a `.db` file, or a directory (its `pith.db`).
     pub fn parse(s: &str) -> End {
-        if crate::cluster::settings::is_postgres_url(s) {
+        if crate::settings::is_postgres_url(s) {
             return End::Postgres(s.to_owned());
         }
         let path = PathBuf::from(s.strip_prefix("sqlite://").or_else(|| s.strip_prefix("sqlite:")).unwrap_or(s));
@@ -56,7 +56,7 @@ impl End {
     fn describe(&self) -> String {
         match self {
             End::Sqlite(p) => format!("SQLite {}", p.display()),
-            End::Postgres(url) => format!("PostgreSQL {}", crate::config::redact_url(url)),
+            End::Postgres(url) => format!("PostgreSQL {}", crate::settings::redact_url(url)),
         }
     }
 }

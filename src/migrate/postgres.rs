@@ -13,7 +13,7 @@ use super::rows::{BATCH, Row, Tally, Value};
 pub async fn connect(url: &str) -> anyhow::Result<tokio_postgres::Client> {
     let (client, conn) = tokio_postgres::connect(url, NoTls)
         .await
-        .with_context(|| format!("cannot connect to {}", crate::config::redact_url(url)))?;
+        .with_context(|| format!("cannot connect to {}", crate::settings::redact_url(url)))?;
     tokio::spawn(async move {
         if let Err(e) = conn.await {
             tracing::warn!(error = %e, "postgres connection ended");

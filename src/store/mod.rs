@@ -5,6 +5,7 @@
 pub mod common;
 pub mod cursor;
 pub mod html;
+pub mod metrics;
 pub mod postgres;
 pub mod search;
 pub mod sqlite;
@@ -17,6 +18,7 @@ use crate::model::{
 };
 
 pub use cursor::Cursor;
+pub use metrics::StoreMetrics;
 pub use search::{Search, SearchKind, SearchPage};
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -312,7 +314,7 @@ pub trait Store: Send + Sync + 'static {
     fn shutdown(&self) -> impl Future<Output = ()> + Send;
 
     /// The engine's instruments for `/metrics`, when it keeps any.
-    fn metrics(&self) -> Option<crate::metrics::StoreMetrics> {
+    fn metrics(&self) -> Option<crate::store::StoreMetrics> {
         None
     }
 }

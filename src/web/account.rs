@@ -11,10 +11,10 @@ use serde::Deserialize;
 
 use super::forms::csrf_refused;
 use super::{Ctx, Session, capitalise, error_page, local_path, see_other};
-use crate::error::{AppError, AppResult};
-use crate::http::AppState;
-use crate::http::limits::ClientIp;
-use crate::http::users::{self, check_login, issue_token};
+use crate::app::AppState;
+use crate::app::accounts::{self as users, check_login, issue_token};
+use crate::app::limits::ClientIp;
+use crate::app::{AppError, AppResult};
 use crate::model::{RegistrationMode, User};
 use crate::store::Store;
 

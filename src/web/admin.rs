@@ -13,9 +13,9 @@ use super::bans::{BanRow, DURATIONS};
 use super::forms::{accept, login_first};
 use super::session::INVITE_COOKIE;
 use super::{Ctx, Session, capitalise, error_page, see_other};
-use crate::auth::{new_token, token_digest};
-use crate::error::AppError;
-use crate::http::AppState;
+use crate::app::AppError;
+use crate::app::AppState;
+use crate::app::auth::{new_token, token_digest};
 use crate::model::{RegistrationMode, SiteSettings, Timestamp};
 use crate::store::Store;
 

@@ -9,12 +9,12 @@ use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::forms::{accept, as_api, login_first};
+use super::forms::{accept, login_first};
 use super::view::Time;
 use super::{Ctx, Session, capitalise, error_page, see_other};
-use crate::error::{AppError, AppResult};
-use crate::http::AppState;
-use crate::http::moderation::{self, BanRequest};
+use crate::app::AppState;
+use crate::app::moderation::{self, BanRequest};
+use crate::app::{AppError, AppResult};
 use crate::model::Ban;
 use crate::store::Store;
 
@@ -151,8 +151,7 @@ pub async fn ban_in_community<S: Store>(
         Ok(accepted) => accepted,
         Err(res) => return *res,
     };
-    let auth = as_api(&session, user);
-    let done = async { moderation::ban(&state, auth, Some(name.clone()), form.request()?).await };
+    let done = async { moderation::ban(&state, &user, Some(name.clone()), form.request()?).await };
     match done.await {
         Ok(_) => see_other(&back),
         Err(e) if shown_on_ban_form(&e) => bans_page(&state, &ctx, &name, form.username, form.reason, Some(e))
@@ -194,8 +193,7 @@ async fn unban<S: Store>(
         Ok(accepted) => accepted,
         Err(res) => return *res,
     };
-    let auth = as_api(&session, user);
-    match moderation::unban(&state, auth, community, form.username.trim().to_owned()).await {
+    match moderation::unban(&state, &user, community, form.username.trim().to_owned()).await {
         Ok(_) => see_other(back),
         Err(e) => error_page(&ctx, e),
     }
@@ -212,8 +210,7 @@ pub async fn ban_site<S: Store>(
         Ok(accepted) => accepted,
         Err(res) => return *res,
     };
-    let auth = as_api(&session, user);
-    let done = async { moderation::ban(&state, auth, None, form.request()?).await };
+    let done = async { moderation::ban(&state, &user, None, form.request()?).await };
     match done.await {
         Ok(_) => see_other("/admin#bans"),
         Err(e) if shown_on_ban_form(&e) => {

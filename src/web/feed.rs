@@ -7,8 +7,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::error::{AppError, AppResult};
-use crate::http::AppState;
+use crate::app::AppState;
+use crate::app::{AppError, AppResult};
 use crate::model::Timestamp;
 use crate::store::{ListTopics, Store, TopicSort};
 

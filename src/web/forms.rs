@@ -10,8 +10,8 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use super::{Ctx, Session, error_page, local_path, see_other};
-use crate::error::{AppError, AppResult};
-use crate::http::extract::AuthUser;
+use crate::app::AuthUser;
+use crate::app::{AppError, AppResult};
 use crate::model::{User, VoteTarget};
 
 /// A form that carries nothing but its CSRF token.

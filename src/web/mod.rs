@@ -47,12 +47,12 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 
-pub use session::{Session, Settings};
+pub use session::Session;
 pub use topic::render_topic_page;
 
+use crate::app::AppError;
+use crate::app::AppState;
 use crate::cache::accepts_gzip;
-use crate::error::AppError;
-use crate::http::AppState;
 use crate::model::User;
 use crate::store::Store;
 
@@ -290,7 +290,7 @@ async fn compress(res: Response) -> Response {
         return res;
     }
     let (mut parts, body) = res.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, crate::http::MAX_BODY_BYTES * 64).await else {
+    let Ok(bytes) = axum::body::to_bytes(body, crate::net::MAX_BODY_BYTES * 64).await else {
         return (StatusCode::INTERNAL_SERVER_ERROR, "internal error\n").into_response();
     };
     if bytes.len() < 512 {

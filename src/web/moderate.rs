@@ -16,9 +16,9 @@ use super::pages::Tab;
 use super::topic::read_topic;
 use super::view::{PostView, Time};
 use super::{Ctx, Session, capitalise, error_page, see_other};
-use crate::error::{AppError, AppResult};
-use crate::http::AppState;
-use crate::http::moderation::{self, ModRequest};
+use crate::app::AppState;
+use crate::app::moderation::{self, ModRequest};
+use crate::app::{AppError, AppResult};
 use crate::model::{ModAction, ModLogEntry, Reason, Report, ReportStatus, VoteTarget};
 use crate::store::{ListModLog, ListReports, PostSort, Store};
 
@@ -91,7 +91,7 @@ async fn act<S: Store>(
         Ok(a) => a,
         Err(res) => return *res,
     };
-    match moderation::act(state, auth, action, ModRequest { reason: Some(form.reason) }).await {
+    match moderation::act(state, auth.user, action, ModRequest { reason: Some(form.reason) }).await {
         Ok(_) => see_other(&back),
         Err(e) => error_page(ctx, e),
     }

@@ -9,9 +9,9 @@ use serde::Deserialize;
 
 use super::view::{PostView, Time, TopicRow};
 use super::{Ctx, Session, error_page};
-use crate::error::{AppError, AppResult};
-use crate::http::AppState;
-use crate::http::limits::{Action, ClientIp, Who};
+use crate::app::AppState;
+use crate::app::limits::{Action, ClientIp, Who};
+use crate::app::{AppError, AppResult};
 use crate::model::{Community, Post, SearchHit, Topic};
 use crate::store::search::MAX_QUERY_CHARS;
 use crate::store::{Cursor, ListTopics, Search, SearchKind, Store, TimeWindow, TopicSort};

@@ -14,9 +14,9 @@ use super::forms::{VotePath, authorise, authorise_api, bad_form, id_of, is_fetch
 use super::topic::{read_topic, render_fragment};
 use super::view::PostView;
 use super::{Ctx, Session, capitalise, error_page, local_path, see_other};
-use crate::error::{AppError, AppResult};
-use crate::http::AppState;
-use crate::http::limits::ClientIp;
+use crate::app::AppState;
+use crate::app::limits::ClientIp;
+use crate::app::{AppError, AppResult};
 use crate::model::{Body, Post, User};
 use crate::store::{NewPost, PostSort, Store};
 
@@ -145,7 +145,7 @@ async fn create_reply<S: Store>(
     body: &str,
 ) -> AppResult<Post> {
     let new = NewPost { topic_id, parent_id, body: Body::parse(body)? };
-    crate::http::posts::create_post(state, user, ip, new).await
+    crate::app::posts::create_post(state, user, ip, new).await
 }
 
 #[derive(Deserialize)]
@@ -157,8 +157,8 @@ pub struct VoteForm {
     back: String,
 }
 
-/// Casts the vote through the API's own `cast_vote` (limits, eviction,
-/// live score); the script gets its JSON, a form goes back where it was.
+/// Casts the vote through `app::votes` (limits, eviction, live score),
+/// as the API does; the script gets its JSON, a form goes back where it was.
 pub async fn vote<S: Store>(
     State(state): State<AppState<S>>,
     session: Session,
@@ -183,8 +183,8 @@ pub async fn vote<S: Store>(
         Err(_) if fetch => return (StatusCode::UNAUTHORIZED, "log in to vote").into_response(),
         Err(res) => return *res,
     };
-    match crate::http::topics::cast_vote(&state, auth, ip, target, form.value).await {
-        Ok(json) if fetch => json,
+    match crate::app::votes::cast_vote(&state, auth.user, ip, target, form.value).await {
+        Ok(outcome) if fetch => axum::Json(outcome).into_response(),
         Ok(_) => see_other(&back),
         Err(e) if fetch => (e.status(), capitalise(&e.to_string())).into_response(),
         Err(e) => error_page(&ctx, e),

@@ -10,8 +10,6 @@
 //! (double submit): a cross-site page can neither read nor set it. Both
 //! are compared in constant time.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -20,8 +18,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::auth::{new_token, token_digest};
-use crate::http::AppState;
+use crate::app::AppState;
+use crate::app::auth::{new_token, token_digest};
 use crate::model::User;
 use crate::store::Store;
 
@@ -35,33 +33,6 @@ const FLASH_MAX_AGE: u64 = 300;
 /// How long a browser keeps the session cookie (30 days); logging out
 /// revokes the token at once.
 const SESSION_MAX_AGE: u64 = 30 * 24 * 3600;
-
-/// Web settings that `pith serve` sets after the state is built.
-#[derive(Debug, Default)]
-pub struct Settings {
-    /// Mark cookies `Secure` even when no `X-Forwarded-Proto: https` says
-    /// the request came over TLS (`--secure-cookies`).
-    secure_cookies: AtomicBool,
-    /// The first run's one-time setup link (`web::setup`).
-    pub setup: super::setup::SetupToken,
-}
-
-impl Settings {
-    pub fn set_secure_cookies(&self, on: bool) {
-        self.secure_cookies.store(on, Ordering::Relaxed);
-    }
-
-    /// `Secure` when configured, or when a TLS-terminating proxy says the
-    /// request was https. A forged header only makes the forger's own
-    /// cookie stricter, so the header needs no trust.
-    fn secure(&self, headers: &HeaderMap) -> bool {
-        self.secure_cookies.load(Ordering::Relaxed)
-            || headers
-                .get("x-forwarded-proto")
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
-    }
-}
 
 /// Who is asking, and the CSRF token their forms carry.
 pub struct Session {

@@ -3,46 +3,21 @@
 //! signs them in. The token lives only in memory, is compared in constant
 //! time, and dies once an administrator exists (the link then answers 404).
 
-use std::sync::Mutex;
-
 use askama::Template;
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Form, Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use serde::Deserialize;
-use subtle::ConstantTimeEq;
 
 use super::forms::csrf_refused;
 use super::{Ctx, Session, capitalise, error_page};
-use crate::auth::{hash_password, new_token, token_digest};
-use crate::error::{AppError, AppResult};
-use crate::http::AppState;
-use crate::http::users::blocking;
+use crate::app::AppState;
+use crate::app::accounts::blocking;
+use crate::app::auth::hash_password;
+use crate::app::{AppError, AppResult};
 use crate::model::{Password, User, Username};
 use crate::store::Store;
-
-/// The digest of the setup token, while there is one.
-#[derive(Debug, Default)]
-pub struct SetupToken(Mutex<Option<[u8; 32]>>);
-
-impl SetupToken {
-    /// Makes a new token and returns it (the only time it is seen).
-    pub fn issue(&self) -> String {
-        let token = new_token();
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(token_digest(&token));
-        token
-    }
-
-    fn matches(&self, token: &str) -> bool {
-        let digest = token_digest(token);
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).is_some_and(|d| bool::from(d.ct_eq(&digest)))
-    }
-
-    fn revoke(&self) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    }
-}
 
 #[derive(Template)]
 #[template(path = "setup.html")]

@@ -21,10 +21,10 @@ use super::forms::{id_of, is_fetch};
 use super::pages::Tab;
 use super::view::{Item, PostView, TopicRow, thread};
 use super::{Ctx, Session, error_page, see_other};
+use crate::app::AppState;
+use crate::app::accounts::blocking;
+use crate::app::{AppError, AppResult};
 use crate::cache::{Audience, Rendered, Variant, respond};
-use crate::error::{AppError, AppResult};
-use crate::http::AppState;
-use crate::http::users::blocking;
 use crate::model::{Post, Restricted, Topic, User, Viewer, redact};
 use crate::store::{PostSort, Store};
 
@@ -114,7 +114,7 @@ pub async fn show<S: Store>(
     let ctx = Ctx::new(&session, &uri);
     let found = async {
         let id = id_of(&id, "topic")?;
-        let sort = crate::http::topics::parse_post_sort(q.sort.as_deref())?;
+        let sort = crate::app::read::parse_post_sort(q.sort.as_deref())?;
         match ctx.user {
             None => public_page(&state, id, sort, &headers).await,
             Some(_) => render_topic_page(&state, &ctx, id, sort).await,

@@ -11,9 +11,9 @@ use serde::Deserialize;
 
 use super::forms::{CsrfForm, authorise, bad_form, id_of, login_first, shown_on_form};
 use super::{Ctx, Session, capitalise, error_page, see_other};
-use crate::error::{AppError, AppResult};
-use crate::http::limits::ClientIp;
-use crate::http::{AppState, posts, topics};
+use crate::app::limits::ClientIp;
+use crate::app::{AppError, AppResult};
+use crate::app::{AppState, posts, topics};
 use crate::model::{Body, Community, CommunityName, User};
 use crate::store::{PostSort, Store};
 

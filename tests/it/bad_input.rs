@@ -101,7 +101,7 @@ fn cases(topic: i64, post: i64) -> Vec<Case> {
     let edit_topic = format!("/api/v1/topics/{topic}");
     let register = "/api/v1/auth/register";
     let reg = |name: &str, password: &str| json!({"username": name, "password": password});
-    let huge = format!("{{\"title\":\"big\",\"body\":\"{}\"}}", "a".repeat(pith::http::MAX_BODY_BYTES + 1));
+    let huge = format!("{{\"title\":\"big\",\"body\":\"{}\"}}", "a".repeat(pith::net::MAX_BODY_BYTES + 1));
     vec![
         // Bodies that are not the JSON asked for.
         case("truncated JSON", M::POST, topics, 400, "invalid_json").by_alice().raw("application/json", r#"{"title":"#),

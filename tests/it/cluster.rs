@@ -1,5 +1,5 @@
 //! Several nodes on one PostgreSQL: two real servers (in-process
-//! `http::run`, each its own store, cache, hub and bus connection) on a
+//! `server::run`, each its own store, cache, hub and bus connection) on a
 //! fresh database; a WebSocket subscriber on node B gets a post made on
 //! node A, and B's cached topic shows the post after it. Over the default
 //! LISTEN/NOTIFY bus and over NATS (127.0.0.1:4222, provided by test.sh).
@@ -8,10 +8,12 @@
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use pith::app::AppState;
+use pith::app::RateConfig;
 use pith::cluster::Bus;
-use pith::config::{LiveConfig, RateConfig};
-use pith::http::{self, AppState};
+use pith::live::LiveConfig;
 use pith::model::Username;
+use pith::server as http;
 use pith::store::Store;
 use pith::store::postgres::{PgOptions, PgStore};
 use serde_json::{Value, json};
@@ -32,7 +34,7 @@ impl Node {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr").to_string();
         let state = AppState::with_config(store, 16 << 20, &LiveConfig::default(), &RateConfig::off());
-        let sink = pith::cluster::attach(&state, bus, id).expect("a bus");
+        let sink = pith::app::bus::attach(&state, bus, id).expect("a bus");
         // Serve only once the bus listens, as a node behind a proxy would be
         // put in rotation once up.
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -80,8 +82,8 @@ impl Node {
 async fn admin(node: &Node) -> String {
     let store = &node.state.store;
     let user = store.create_user(Username::parse("admin").expect("name"), None, true).await.expect("admin");
-    let token = pith::auth::new_token();
-    store.add_token(user.id, pith::auth::token_digest(&token)).await.expect("token");
+    let token = pith::app::auth::new_token();
+    store.add_token(user.id, pith::app::auth::token_digest(&token)).await.expect("token");
     token
 }
 

@@ -5,9 +5,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use pith::config::{LiveConfig, RateConfig};
-use pith::http::{self, AppState};
+use pith::app::AppState;
+use pith::app::RateConfig;
+use pith::live::LiveConfig;
 use pith::model::Username;
+use pith::server as http;
 use pith::store::sqlite::{SqliteOptions, SqliteStore};
 use pith::store::{Store, StoreError};
 use reqwest::Method;
@@ -83,8 +85,8 @@ async fn serve_store<S: Store>(
         }
         Err(e) => panic!("create admin: {e}"),
     };
-    let admin_token = pith::auth::new_token();
-    store.add_token(admin.id, pith::auth::token_digest(&admin_token)).await.expect("token");
+    let admin_token = pith::app::auth::new_token();
+    store.add_token(admin.id, pith::app::auth::token_digest(&admin_token)).await.expect("token");
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = format!("http://{}", listener.local_addr().expect("addr"));
@@ -194,8 +196,8 @@ impl<S: Store> TestApp<S> {
     pub async fn user(&self, name: &str) -> String {
         let store = &self.state.store;
         let user = store.create_user(Username::parse(name).expect("name"), None, false).await.expect("create user");
-        let token = pith::auth::new_token();
-        store.add_token(user.id, pith::auth::token_digest(&token)).await.expect("token");
+        let token = pith::app::auth::new_token();
+        store.add_token(user.id, pith::app::auth::token_digest(&token)).await.expect("token");
         token
     }
 

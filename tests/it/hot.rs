@@ -1,9 +1,9 @@
-//! The hot path (`pith::http::hot`): which requests it answers before the
+//! The hot path (`pith::net::hot`): which requests it answers before the
 //! router, and that its answers are the router's, byte for byte and
 //! header for header, over a real socket.
 
 use axum::http::{HeaderMap, HeaderValue, Method, Uri};
-use pith::http::hot::{Answer, Hot};
+use pith::net::hot::{Answer, Hot};
 use reqwest::Method as ReqMethod;
 use serde_json::json;
 
@@ -191,7 +191,7 @@ impl Raw {
 }
 
 /// Once a connection is parked, a cached topic is answered without hyper
-/// (`pith::http::fast`): the same status, headers and bytes as hyper's
+/// (`pith::net::fast`): the same status, headers and bytes as hyper's
 /// answer through the hot path and as the router's, on the same socket.
 #[tokio::test]
 async fn a_parked_connection_answers_cached_topics_itself_as_hyper_and_the_router_would() {

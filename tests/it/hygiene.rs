@@ -3,8 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use pith::http::server::ConnLimits;
-use pith::http::{self, AppState};
+use pith::app::AppState;
+use pith::net::server::ConnLimits;
+use pith::server as http;
 use pith::store::sqlite::{SqliteOptions, SqliteStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};

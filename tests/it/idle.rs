@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use pith::http::server::ConnLimits;
+use pith::net::server::ConnLimits;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 

@@ -7,7 +7,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use pith::config::{Rate, RateConfig};
+use pith::app::limits::{Rate, RateConfig};
 use reqwest::Method;
 use serde_json::json;
 

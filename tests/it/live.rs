@@ -11,9 +11,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
-use pith::config::LiveConfig;
-use pith::http::{self, AppState};
+use pith::app::AppState;
+use pith::live::LiveConfig;
 use pith::model::Username;
+use pith::server as http;
 use pith::store::Store;
 use pith::store::sqlite::{SqliteOptions, SqliteStore};
 use serde_json::{Value, json};
@@ -49,11 +50,11 @@ async fn spawn_live(tune: impl FnOnce(&mut LiveConfig)) -> LiveApp {
         SqliteStore::open(&dir.path().join("pith.db"), &SqliteOptions { readers: 2, ..SqliteOptions::default() })
             .expect("open store");
     let admin = store.create_user(Username::parse("admin").expect("name"), None, true).await.expect("admin");
-    let token = pith::auth::new_token();
-    store.add_token(admin.id, pith::auth::token_digest(&token)).await.expect("token");
+    let token = pith::app::auth::new_token();
+    store.add_token(admin.id, pith::app::auth::token_digest(&token)).await.expect("token");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let state = AppState::with_config(store, 16 << 20, &cfg, &pith::config::RateConfig::off());
+    let state = AppState::with_config(store, 16 << 20, &cfg, &pith::app::RateConfig::off());
     let (stop, stopped) = oneshot::channel::<()>();
     let server = tokio::spawn(http::run(listener, state.clone(), Duration::from_secs(30), async {
         let _ = stopped.await;

@@ -27,6 +27,8 @@
 //! - `tls`: TLS 1.3, HTTP/2 by ALPN, wss, certificate reload on SIGHUP.
 //! - `config_file`: the config file, `pith config`, precedence.
 //! - `setup`: the first run's one-time admin link.
+//! - `layers`: the layers of `src/`, bottom to top; no module reaches above
+//!   its own.
 //! - `writes`: the SQLite writer's batches: search index changes applied
 //!   per batch, replies without a savepoint of their own.
 
@@ -49,6 +51,7 @@ mod helpers;
 mod hot;
 mod hygiene;
 mod idle;
+mod layers;
 mod limits;
 mod listings;
 mod live;

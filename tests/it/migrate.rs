@@ -5,7 +5,8 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
-use pith::http::{self, AppState};
+use pith::app::AppState;
+use pith::server as http;
 use pith::store::postgres::{PgOptions, PgStore};
 use reqwest::Method;
 use serde_json::{Value, json};

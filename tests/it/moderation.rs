@@ -569,10 +569,10 @@ async fn registration_is_open_closed_or_by_invitation_as_the_admin_sets_it() {
     assert_error("the code again", status, &body, 403, "invalid_invite");
 
     // An expired code, made straight in the store (a past expiry).
-    let expired = pith::auth::new_token();
+    let expired = pith::app::auth::new_token();
     let past = pith::model::Timestamp(pith::model::Timestamp::now().0 - 60);
     use pith::store::Store;
-    app.state.store.create_invite(None, pith::auth::token_digest(&expired), Some(past)).await.expect("invite");
+    app.state.store.create_invite(None, pith::app::auth::token_digest(&expired), Some(past)).await.expect("invite");
     let (status, body) = register(&app, "late", Some(&expired)).await;
     assert_error("an expired code", status, &body, 403, "invalid_invite");
 

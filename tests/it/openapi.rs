@@ -6,9 +6,9 @@
 //! - every operation in it is routed by the server (not a route 404, not a
 //!   405), and every route under `/api/v1` is in it. axum cannot list its
 //!   routes, so the test reads them from the `.route("PATH", get(..).post(..))`
-//!   calls in `src/http/**/*.rs` (every module there is nested under
-//!   `/api/v1`; `src/http/mod.rs` may hold only the top-level routes in
-//!   `TOP_LEVEL_ROUTES`), and confirms each against the running server. A new
+//!   calls in `src/api/**/*.rs` and `src/server.rs` (every API module is
+//!   nested under `/api/v1`; `src/server.rs` and `src/api/metrics.rs` may
+//!   hold only the top-level routes in `TOP_LEVEL_ROUTES`), and confirms each against the running server. A new
 //!   route therefore needs its operation in `docs/openapi.json`, or an entry
 //!   in `UNDOCUMENTED` with the reason;
 //! - a scripted session (accounts, communities, topics, replies, votes,
@@ -35,8 +35,11 @@ const UNDOCUMENTED: &[(&str, &str)] = &[
     ("GET", "/live/sse"),
 ];
 
-/// Routes `src/http/mod.rs` adds outside `/api/v1`.
-const TOP_LEVEL_ROUTES: &[&str] = &["/healthz"];
+/// Routes `src/server.rs` and `src/api/metrics.rs` add outside `/api/v1`.
+const TOP_LEVEL_ROUTES: &[&str] = &["/healthz", "/metrics"];
+
+/// The files that route outside `/api/v1`.
+const TOP_LEVEL_FILES: &[&str] = &["src/server.rs", "src/api/metrics.rs"];
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -73,10 +76,11 @@ fn resolve<'a>(doc: &'a Value, value: &'a Value) -> &'a Value {
 // ---------------------------------------------------------------------------
 // Routes in the source.
 
-/// Source files of the HTTP layer, `src/http/**/*.rs`.
+/// Source files of the JSON API, `src/api/**/*.rs`, and the server that
+/// adds `/healthz`.
 fn http_sources() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).expect("read src/http") {
+        for entry in std::fs::read_dir(dir).expect("read src/api") {
             let path = entry.expect("dir entry").path();
             if path.is_dir() {
                 walk(&path, out);
@@ -86,7 +90,8 @@ fn http_sources() -> Vec<PathBuf> {
         }
     }
     let mut files = Vec::new();
-    walk(&manifest_dir().join("src/http"), &mut files);
+    walk(&manifest_dir().join("src/api"), &mut files);
+    files.push(manifest_dir().join("src/server.rs"));
     files.sort();
     files
 }
@@ -208,17 +213,18 @@ fn route_calls(src: &str, file: &Path) -> Vec<(String, String)> {
 
 /// Every `(METHOD, path)` routed under `/api/v1`, read from the source.
 fn routes_in_source() -> BTreeSet<(String, String)> {
-    let mod_rs = manifest_dir().join("src/http/mod.rs");
+    let top_level: Vec<PathBuf> = TOP_LEVEL_FILES.iter().map(|f| manifest_dir().join(f)).collect();
     let mut routes = BTreeSet::new();
     for file in http_sources() {
         let src = strip_comments(&std::fs::read_to_string(&file).expect("read source"));
         let calls = route_calls(&src, &file);
-        if file == mod_rs {
+        if top_level.contains(&file) {
             for (_, path) in &calls {
                 assert!(
                     TOP_LEVEL_ROUTES.contains(&path.as_str()),
-                    "src/http/mod.rs routes {path}: add it to TOP_LEVEL_ROUTES (outside /api/v1) or teach this test \
-                     where it is mounted"
+                    "{} routes {path}: add it to TOP_LEVEL_ROUTES (outside /api/v1) or teach this test \
+                     where it is mounted",
+                    file.display()
                 );
             }
         } else {
@@ -356,7 +362,7 @@ async fn the_document_and_the_router_list_the_same_routes() {
     let mut missing = Vec::new();
     for (method, path) in &routed {
         if let Err(e) = probe(&app, method, path).await {
-            missing.push(format!("read from src/http but not routed: {e}"));
+            missing.push(format!("read from src/api but not routed: {e}"));
         }
     }
     // The probe tells a missing route from a missing thing.
@@ -800,7 +806,7 @@ async fn a_scripted_session_gets_only_documented_responses() {
     api.raw(post.clone(), &posts, json_type("null"), 422).await;
     let plain = |r: reqwest::RequestBuilder| r.bearer_auth(&alice).header("content-type", "text/plain").body("{}");
     api.raw(post.clone(), &posts, plain, 415).await;
-    let huge = format!("{{\"body\":\"{}\"}}", "a".repeat(pith::http::MAX_BODY_BYTES + 1));
+    let huge = format!("{{\"body\":\"{}\"}}", "a".repeat(pith::net::MAX_BODY_BYTES + 1));
     let too_big =
         |r: reqwest::RequestBuilder| r.bearer_auth(&alice).header("content-type", "application/json").body(huge);
     api.raw(post.clone(), &posts, too_big, 413).await;

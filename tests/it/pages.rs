@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 
-use pith::config::{Rate, RateConfig};
+use pith::app::limits::{Rate, RateConfig};
 use pith::model::Username;
 use pith::store::Store;
 use reqwest::Method;
@@ -112,7 +112,7 @@ fn gunzip(bytes: &[u8]) -> Vec<u8> {
 
 /// A user with a password, made in the store (one argon2 hash).
 async fn user_with_password(app: &TestApp, name: &str, password: &str) {
-    let hash = pith::auth::hash_password(password).expect("hash");
+    let hash = pith::app::auth::hash_password(password).expect("hash");
     app.state.store.create_user(Username::parse(name).expect("name"), Some(hash), false).await.expect("create user");
 }
 
@@ -805,9 +805,9 @@ async fn the_community_page_lists_its_moderators_and_links_them_to_reports_and_b
     mona.cookies.insert("pith_session".into(), {
         let (_, body) = app.get("/api/v1/communities/rust/moderators").await;
         assert_eq!(body["moderators"][1]["name"], "mona");
-        let token = pith::auth::new_token();
+        let token = pith::app::auth::new_token();
         let user = app.state.store.user_credentials("mona".into()).await.expect("read").expect("mona").0;
-        app.state.store.add_token(user.id, pith::auth::token_digest(&token)).await.expect("token");
+        app.state.store.add_token(user.id, pith::app::auth::token_digest(&token)).await.expect("token");
         token
     });
     let html = text(&mona.get("/c/rust").await);

@@ -2,7 +2,7 @@
 //! every backend runs the same one (see atuin's `db_story.rs`): SQLite and
 //! PostgreSQL each have one `#[tokio::test]` calling `story`.
 
-use pith::auth::token_digest;
+use pith::app::auth::token_digest;
 use pith::model::SearchHit;
 use pith::model::{Body, CommunityName, Link, Title, Username, VoteTarget};
 use pith::store::sqlite::{SqliteOptions, SqliteStore};

@@ -10,7 +10,6 @@ pub mod moderation;
 pub mod reads;
 pub mod reports;
 pub mod search;
-pub mod seed;
 pub mod site;
 pub mod writes;
 

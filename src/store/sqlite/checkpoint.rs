@@ -27,7 +27,7 @@ impl Checkpointer {
         wal_limit_bytes: u64,
         every: Duration,
         lock: Arc<Mutex<()>>,
-        metrics: crate::metrics::StoreMetrics,
+        metrics: crate::store::StoreMetrics,
     ) -> StoreResult<Checkpointer> {
         let conn = open(&db, Role::Checkpointer)?;
         let wal = PathBuf::from(format!("{}-wal", db.display()));

@@ -47,7 +47,7 @@ pub struct SqliteOptions {
 impl Default for SqliteOptions {
     fn default() -> Self {
         SqliteOptions {
-            readers: crate::config::default_readers(),
+            readers: crate::settings::default_readers(),
             max_batch: 512,
             wal_limit_bytes: 64 << 20,
             checkpoint_every: Duration::from_secs(1),
@@ -64,7 +64,7 @@ pub struct SqliteStore {
     /// writes are acknowledged): a search has them indexed first.
     search_pending: Arc<AtomicBool>,
     /// Batch sizes, commit and checkpoint timings, file sizes (`/metrics`).
-    metrics: crate::metrics::StoreMetrics,
+    metrics: crate::store::StoreMetrics,
 }
 
 impl SqliteStore {
@@ -92,7 +92,7 @@ impl SqliteStore {
         let readers = Readers::start(path, opts.readers)?;
         // The writer and the checkpointer take turns checkpointing (see WalBound).
         let turns = std::sync::Arc::new(std::sync::Mutex::new(()));
-        let metrics = crate::metrics::StoreMetrics::new(path);
+        let metrics = crate::store::StoreMetrics::new(path);
         let search_pending = Arc::new(AtomicBool::new(false));
         let checkpointer = Checkpointer::start(
             path.to_owned(),
@@ -150,7 +150,7 @@ fn check_integrity(conn: &rusqlite::Connection) -> StoreResult<()> {
 }
 
 impl Store for SqliteStore {
-    fn metrics(&self) -> Option<crate::metrics::StoreMetrics> {
+    fn metrics(&self) -> Option<crate::store::StoreMetrics> {
         Some(self.metrics.clone())
     }
 

@@ -173,7 +173,7 @@ pub struct WalBound {
     /// WAL grew. Taking turns on this lock makes the writer wait instead.
     pub lock: std::sync::Arc<std::sync::Mutex<()>>,
     /// Where the writer records its batches, commits and checkpoints.
-    pub metrics: crate::metrics::StoreMetrics,
+    pub metrics: crate::store::StoreMetrics,
 }
 
 impl WalBound {
@@ -256,7 +256,7 @@ fn run(conn: Connection, rx: Receiver<Msg>, max_batch: usize, wal: WalBound, mut
 fn commit_batch(
     conn: &Connection,
     batch: &mut Vec<Job>,
-    metrics: &crate::metrics::StoreMetrics,
+    metrics: &crate::store::StoreMetrics,
     backlog: &mut Backlog,
     index_now: bool,
 ) -> bool {
@@ -337,8 +337,8 @@ mod tests {
     use super::*;
     use crate::store::sqlite::conn::map_err;
 
-    fn metrics() -> crate::metrics::StoreMetrics {
-        crate::metrics::StoreMetrics::new(std::path::Path::new("unused.db"))
+    fn metrics() -> crate::store::StoreMetrics {
+        crate::store::StoreMetrics::new(std::path::Path::new("unused.db"))
     }
 
     /// A search queue indexed at every batch that leaves anything in it.

@@ -14,6 +14,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rusqlite::{Connection, params};
 
+mod postgres;
+
 use crate::config::{Backend, Dataset, SeedConfig};
 use crate::model::hot_rank;
 use crate::store::sqlite::conn::{Role, migrate, open};
@@ -151,9 +153,7 @@ pub fn main(cfg: SeedConfig) -> anyhow::Result<()> {
     let shape = Shape::of(cfg.dataset, cfg.scale);
     let (place, stats) = match cfg.data.backend() {
         Backend::Sqlite(path) => (path.display().to_string(), seed(&path, &shape, cfg.seed)?),
-        Backend::Postgres(url) => {
-            (crate::config::redact_url(&url), crate::store::postgres::seed::seed(&url, &shape, cfg.seed)?)
-        }
+        Backend::Postgres(url) => (crate::settings::redact_url(&url), postgres::seed(&url, &shape, cfg.seed)?),
     };
     eprintln!(
         "seeded {} ({:?}, seed {}): {} users, {} communities, {} topics, {} posts, {} votes in {:.1}s \

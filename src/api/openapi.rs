@@ -11,7 +11,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::AppState;
+use crate::app::AppState;
 use crate::store::Store;
 
 /// The document, byte for byte as in `docs/openapi.json`.

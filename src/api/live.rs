@@ -2,12 +2,11 @@
 //! (the same events as Server-Sent Events). docs/LIVE.md is the protocol.
 //!
 //! The WebSocket handshake is answered here by hand. Once the 101 is sent,
-//! `http::idle` gives the connection's stream to `live::Conn` (the raw
+//! `net::idle` gives the connection's stream to `live::Conn` (the raw
 //! `TcpStream`; over TLS, through the relay in `live::tls_bridge`), so no
 //! HTTP or WebSocket-library buffers outlive the handshake.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::Weak;
 
 use axum::Router;
 use axum::body::Body;
@@ -19,11 +18,10 @@ use base64::Engine;
 use serde::Deserialize;
 
 use super::extract::Query;
-use super::idle::HandOff;
-use super::{App, AppState};
-use crate::auth::token_digest;
-use crate::error::{AppError, AppResult};
-use crate::live::{Key, Membership, Refused, Resolver, SseStream, frame, proto};
+use crate::app::accounts::user_id;
+use crate::app::{AppError, AppResult, AppState};
+use crate::live::{Key, Membership, Refused, SseStream, frame, proto};
+use crate::net::idle::HandOff;
 use crate::store::Store;
 
 pub fn router<S: Store>() -> Router<AppState<S>> {
@@ -45,7 +43,7 @@ async fn websocket<S: Store>(
     req: Request,
 ) -> AppResult<Response> {
     let accept = accept_key(req.headers())?;
-    // The connection hands its stream over itself (`http::idle`), on
+    // The connection hands its stream over itself (`net::idle`), on
     // HTTP/1.1 only.
     let Some(socket) = req.extensions().get::<HandOff>().and_then(HandOff::take) else {
         return Err(AppError::Rejected(
@@ -159,31 +157,4 @@ fn refused(r: Refused) -> AppError {
         _ => StatusCode::SERVICE_UNAVAILABLE,
     };
     AppError::Rejected(status, r.code(), r.message().into())
-}
-
-/// The user id behind a bearer token, through the token cache.
-async fn user_id<S: Store>(app: &App<S>, token: &str) -> AppResult<Option<i64>> {
-    if token.is_empty() || token.len() > 128 {
-        return Ok(None);
-    }
-    let digest = token_digest(token);
-    if let Some(user) = app.tokens.get(&digest) {
-        return Ok(Some(user.id));
-    }
-    let Some(user) = app.store.user_by_token(digest).await? else { return Ok(None) };
-    let id = user.id;
-    app.tokens.put(digest, user);
-    Ok(Some(id))
-}
-
-/// Lets a socket that sends `{"op":"auth"}` check its token against the
-/// store, without the hub knowing the store's type.
-pub fn token_resolver<S: Store>(app: Weak<App<S>>) -> Resolver {
-    Box::new(move |token: String| {
-        let app = app.clone();
-        Box::pin(async move {
-            let app = app.upgrade()?;
-            user_id(&app, token.trim()).await.ok().flatten()
-        })
-    })
 }

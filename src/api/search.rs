@@ -8,10 +8,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::{Deserialize, Serialize};
 
-use super::AppState;
 use super::extract::Query;
-use super::limits::{Action, ClientIp, Who};
-use crate::error::{AppError, AppResult};
+use crate::app::AppState;
+use crate::app::limits::{Action, ClientIp, Who};
+use crate::app::{AppError, AppResult};
 use crate::model::SearchHit;
 use crate::store::search::{MAX_OFFSET, MAX_QUERY_CHARS};
 use crate::store::{Search, SearchKind, Store};

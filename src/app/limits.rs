@@ -12,12 +12,13 @@ use std::time::Duration;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::HeaderName;
 use axum::http::request::Parts;
+use clap::Args;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 
+use super::AppError;
 use super::AppState;
-use crate::config::{Rate, RateConfig};
-use crate::error::AppError;
+use crate::settings::parse_interval;
 use crate::store::Store;
 
 /// What a request is about to do; each action has its own limits.
@@ -188,6 +189,107 @@ impl<S: Store> FromRequestParts<AppState<S>> for ClientIp {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState<S>) -> Result<Self, Self::Rejection> {
         Ok(ClientIp::grouped(state.limits.client_ip(parts)))
+    }
+}
+
+/// Rate limits (docs/SECURITY.md): each is `COUNT/PERIOD`, a burst of COUNT
+/// that refills one every PERIOD/COUNT. Over a limit the answer is 429 with
+/// `Retry-After`.
+#[derive(Debug, Clone, Args)]
+pub struct RateConfig {
+    /// Enforce the rate limits below ("false" for benchmarks and trusted networks).
+    #[arg(long = "rate-limits", env = "PITH_RATE_LIMITS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub enabled: bool,
+
+    /// New topics and posts per account.
+    #[arg(long = "limit-post-user", env = "PITH_LIMIT_POST_USER", default_value = "10/1m", value_parser = Rate::parse)]
+    pub post_user: Rate,
+
+    /// New topics and posts per client address.
+    #[arg(long = "limit-post-ip", env = "PITH_LIMIT_POST_IP", default_value = "30/1m", value_parser = Rate::parse)]
+    pub post_ip: Rate,
+
+    /// Votes per account.
+    #[arg(long = "limit-vote-user", env = "PITH_LIMIT_VOTE_USER", default_value = "60/1m", value_parser = Rate::parse)]
+    pub vote_user: Rate,
+
+    /// Votes per client address.
+    #[arg(long = "limit-vote-ip", env = "PITH_LIMIT_VOTE_IP", default_value = "180/1m", value_parser = Rate::parse)]
+    pub vote_ip: Rate,
+
+    /// Registrations per client address.
+    #[arg(long = "limit-register-ip", env = "PITH_LIMIT_REGISTER_IP", default_value = "5/1h", value_parser = Rate::parse)]
+    pub register_ip: Rate,
+
+    /// Searches per client address: a search of a common word costs a reader
+    /// thread ~100 ms on a large forum, so it is rationed like a write.
+    #[arg(long = "limit-search-ip", env = "PITH_LIMIT_SEARCH_IP", default_value = "60/1m", value_parser = Rate::parse)]
+    pub search_ip: Rate,
+
+    /// Login attempts per account name (brute-force defence).
+    #[arg(long = "limit-login-user", env = "PITH_LIMIT_LOGIN_USER", default_value = "10/15m", value_parser = Rate::parse)]
+    pub login_user: Rate,
+
+    /// Login attempts per client address.
+    #[arg(long = "limit-login-ip", env = "PITH_LIMIT_LOGIN_IP", default_value = "30/15m", value_parser = Rate::parse)]
+    pub login_ip: Rate,
+
+    /// Header that carries the client's address when Pith runs behind a
+    /// reverse proxy (`X-Forwarded-For`: its last entry; `X-Real-IP`).
+    /// Unset: the socket's peer address. Never set it without a proxy that
+    /// overwrites the header, or clients can pick their own address.
+    #[arg(long = "real-ip-header", env = "PITH_REAL_IP_HEADER")]
+    pub real_ip_header: Option<String>,
+}
+
+impl RateConfig {
+    /// Every limit off: for tests and benchmarks that must not be throttled.
+    pub fn off() -> RateConfig {
+        RateConfig { enabled: false, ..RateConfig::default() }
+    }
+}
+
+impl Default for RateConfig {
+    fn default() -> Self {
+        let rate = |s: &str| Rate::parse(s).unwrap_or(Rate { count: 1, per: Duration::from_secs(1) });
+        RateConfig {
+            enabled: true,
+            post_user: rate("10/1m"),
+            post_ip: rate("30/1m"),
+            vote_user: rate("60/1m"),
+            vote_ip: rate("180/1m"),
+            register_ip: rate("5/1h"),
+            search_ip: rate("60/1m"),
+            login_user: rate("10/15m"),
+            login_ip: rate("30/15m"),
+            real_ip_header: None,
+        }
+    }
+}
+
+/// `COUNT/PERIOD`, such as `10/1m`: a burst of COUNT, then one more every
+/// PERIOD/COUNT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    pub count: u32,
+    pub per: Duration,
+}
+
+impl Rate {
+    pub fn parse(s: &str) -> Result<Rate, String> {
+        let bad = |why: &str| format!("{s:?} is not a rate like 10/1m (COUNT/PERIOD): {why}");
+        let (count, per) = s.split_once('/').ok_or_else(|| bad("no '/'"))?;
+        let count: u32 = count.trim().parse().map_err(|_| bad("the count must be a whole number"))?;
+        if !(1..=1_000_000).contains(&count) {
+            return Err(bad("the count must be between 1 and 1000000"));
+        }
+        Ok(Rate { count, per: parse_interval(per).map_err(|e| bad(&e))? })
+    }
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}s", self.count, self.per.as_secs_f64())
     }
 }
 

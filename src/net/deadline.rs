@@ -16,7 +16,7 @@ use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use tower::{Layer, Service};
 
-use crate::error::AppError;
+use crate::app::AppError;
 
 /// Wraps a service so every request gets at most `limit`.
 #[derive(Clone, Copy)]

@@ -49,6 +49,7 @@ use tokio_rustls::server::TlsStream;
 
 use super::fast;
 use super::server::Front;
+use crate::live::{Stream, Upgraded};
 
 /// What a connection's service, its socket and its driver share: enough
 /// to tell when hyper is idle without looking inside it.
@@ -65,15 +66,6 @@ pub struct Activity {
     /// The last write returned `Pending`: hyper still holds bytes to send.
     write_blocked: AtomicBool,
     upgrade: Mutex<Option<oneshot::Sender<Upgraded>>>,
-}
-
-/// An upgraded connection and the bytes hyper read past the handshake.
-pub type Upgraded = (Stream, Bytes);
-
-/// What an upgraded connection runs on.
-pub enum Stream {
-    Tcp(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
 }
 
 /// A connection's byte stream: a TCP socket, or TLS over one.

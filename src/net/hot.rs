@@ -25,9 +25,9 @@ use std::time::Instant;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::Response;
 
-use super::AppState;
 use super::fast::{self, Framed};
-use super::topics::{parse_html, parse_post_sort};
+use crate::app::AppState;
+use crate::app::read::{parse_html, parse_post_sort};
 use crate::cache::{Audience, Rendered, Variant, respond};
 use crate::logging::request_id;
 use crate::metrics::http::Series;

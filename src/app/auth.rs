@@ -1,6 +1,7 @@
 //! Accounts' secrets: argon2id password hashes, random bearer tokens stored
 //! only as SHA-256 digests, and a small in-memory map from token digest to
-//! user so an authenticated write does not cost a database read.
+//! user so an authenticated write does not cost a database read; and
+//! `AuthUser`, who acts, from a request's bearer token.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -13,7 +14,13 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+
+use super::{AppError, AppState};
 use crate::model::User;
+use crate::store::Store;
 
 /// Hashes with argon2id and the crate's defaults (19 MiB, 2 passes), the
 /// OWASP minimum; about 30 ms on this machine, a few times that on a Pi.
@@ -86,6 +93,35 @@ impl TokenCache {
 impl Default for TokenCache {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// The user behind a valid `Authorization: Bearer TOKEN`; 401 otherwise.
+pub struct AuthUser {
+    pub user: User,
+    pub digest: [u8; 32],
+}
+
+impl<S: Store> FromRequestParts<AppState<S>> for AuthUser {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState<S>) -> Result<Self, AppError> {
+        let header = parts.headers.get(AUTHORIZATION).ok_or(AppError::Unauthorized)?;
+        let value = header.to_str().map_err(|_| AppError::Unauthorized)?;
+        // The scheme name is case-insensitive (RFC 9110 11.1).
+        let token = value
+            .split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim())
+            .filter(|t| !t.is_empty() && t.len() <= 128)
+            .ok_or(AppError::Unauthorized)?;
+        let digest = token_digest(token);
+        if let Some(user) = state.tokens.get(&digest) {
+            return Ok(AuthUser { user, digest });
+        }
+        let user = state.store.user_by_token(digest).await?.ok_or(AppError::Unauthorized)?;
+        state.tokens.put(digest, user.clone());
+        Ok(AuthUser { user, digest })
     }
 }
 

@@ -1,17 +1,12 @@
 //! Extractors that turn every malformed request into an `AppError` with our
-//! JSON error shape, and the bearer-token authentication extractor.
+//! JSON error shape (the acting user's extractor is `app::AuthUser`).
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-use super::AppState;
-use crate::auth::token_digest;
-use crate::error::AppError;
-use crate::model::User;
-use crate::store::Store;
+use crate::app::AppError;
 
 /// `axum::Json` with our error shape.
 pub struct Json<T>(pub T);
@@ -63,34 +58,5 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
             .await
             .map(|q| Query(q.0))
             .map_err(|rej: QueryRejection| AppError::BadRequest("invalid_query", rej.body_text()))
-    }
-}
-
-/// The user behind a valid `Authorization: Bearer TOKEN`; 401 otherwise.
-pub struct AuthUser {
-    pub user: User,
-    pub digest: [u8; 32],
-}
-
-impl<S: Store> FromRequestParts<AppState<S>> for AuthUser {
-    type Rejection = AppError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState<S>) -> Result<Self, AppError> {
-        let header = parts.headers.get(AUTHORIZATION).ok_or(AppError::Unauthorized)?;
-        let value = header.to_str().map_err(|_| AppError::Unauthorized)?;
-        // The scheme name is case-insensitive (RFC 9110 11.1).
-        let token = value
-            .split_once(' ')
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, t)| t.trim())
-            .filter(|t| !t.is_empty() && t.len() <= 128)
-            .ok_or(AppError::Unauthorized)?;
-        let digest = token_digest(token);
-        if let Some(user) = state.tokens.get(&digest) {
-            return Ok(AuthUser { user, digest });
-        }
-        let user = state.store.user_by_token(digest).await?.ok_or(AppError::Unauthorized)?;
-        state.tokens.put(digest, user.clone());
-        Ok(AuthUser { user, digest })
     }
 }

@@ -1,50 +1,16 @@
-//! Account routes: register, log in, log out, who am I, and profiles.
+//! Accounts: registration, logging in and out, and the bearer tokens a
+//! session is, for the API and the pages alike.
 
-use axum::Router;
-use axum::extract::State;
+use std::sync::Weak;
+
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use serde::{Deserialize, Serialize};
 
-use super::AppState;
-use super::extract::{AuthUser, Json, Path};
+use super::auth::{dummy_hash, hash_password, new_token, token_digest, verify_password};
 use super::limits::{Action, ClientIp, Who};
-use crate::auth::{dummy_hash, hash_password, new_token, token_digest, verify_password};
-use crate::error::{AppError, AppResult};
+use super::{App, AppError, AppResult, AppState};
+use crate::live::Resolver;
 use crate::model::{Password, RegistrationMode, User, Username};
 use crate::store::Store;
-
-pub fn router<S: Store>() -> Router<AppState<S>> {
-    Router::new()
-        .route("/auth/register", post(register::<S>))
-        .route("/auth/login", post(login::<S>))
-        .route("/auth/logout", post(logout::<S>))
-        .route("/auth/me", get(me))
-        .route("/users/{name}", get(profile::<S>))
-}
-
-#[derive(Deserialize)]
-pub struct Credentials {
-    username: String,
-    password: String,
-}
-
-/// A registration: credentials and, when the site admits by invitation
-/// only, an invite code.
-#[derive(Deserialize)]
-pub struct Registration {
-    username: String,
-    password: String,
-    #[serde(default)]
-    invite: Option<String>,
-}
-
-#[derive(Serialize)]
-struct Session {
-    token: String,
-    user: User,
-}
 
 /// Argon2 takes tens of milliseconds: keep it off the async workers.
 pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
@@ -57,17 +23,6 @@ pub async fn issue_token<S: Store>(state: &AppState<S>, user: &User) -> AppResul
     let token = new_token();
     state.store.add_token(user.id, token_digest(&token)).await?;
     Ok(token)
-}
-
-async fn register<S: Store>(
-    State(state): State<AppState<S>>,
-    ip: ClientIp,
-    Json(req): Json<Registration>,
-) -> AppResult<Response> {
-    let mode = state.store.site_settings().await?.registration;
-    let user = create_account(&state, ip, mode, &req.username, &req.password, req.invite).await?;
-    let token = issue_token(&state, &user).await?;
-    Ok((StatusCode::CREATED, axum::Json(Session { token, user })).into_response())
 }
 
 /// Public registration for the API and the form: the name and password
@@ -95,16 +50,6 @@ pub async fn create_account<S: Store>(
     Ok(state.store.register_user(name, hash, invite_hash).await?)
 }
 
-async fn login<S: Store>(
-    State(state): State<AppState<S>>,
-    ip: ClientIp,
-    Json(req): Json<Credentials>,
-) -> AppResult<Response> {
-    let user = check_login(&state, ip, &req.username, req.password).await?;
-    let token = issue_token(&state, &user).await?;
-    Ok(axum::Json(Session { token, user }).into_response())
-}
-
 /// The user `name` when `password` is theirs, for the API and the form.
 pub async fn check_login<S: Store>(state: &AppState<S>, ip: ClientIp, name: &str, password: String) -> AppResult<User> {
     if name.len() > 64 || password.len() > 256 {
@@ -125,11 +70,6 @@ pub async fn check_login<S: Store>(state: &AppState<S>, ip: ClientIp, name: &str
     }
 }
 
-async fn logout<S: Store>(State(state): State<AppState<S>>, auth: AuthUser) -> AppResult<StatusCode> {
-    revoke_token(&state, auth.digest).await?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
 /// Ends a session, for the API's logout and the form's.
 pub async fn revoke_token<S: Store>(state: &AppState<S>, digest: [u8; 32]) -> AppResult<()> {
     // Forget the cached token before and after revoking, so no request can
@@ -140,13 +80,29 @@ pub async fn revoke_token<S: Store>(state: &AppState<S>, digest: [u8; 32]) -> Ap
     Ok(())
 }
 
-async fn me(auth: AuthUser) -> axum::Json<User> {
-    axum::Json(auth.user)
+/// The user id behind a bearer token, through the token cache.
+pub async fn user_id<S: Store>(app: &App<S>, token: &str) -> AppResult<Option<i64>> {
+    if token.is_empty() || token.len() > 128 {
+        return Ok(None);
+    }
+    let digest = token_digest(token);
+    if let Some(user) = app.tokens.get(&digest) {
+        return Ok(Some(user.id));
+    }
+    let Some(user) = app.store.user_by_token(digest).await? else { return Ok(None) };
+    let id = user.id;
+    app.tokens.put(digest, user);
+    Ok(Some(id))
 }
 
-async fn profile<S: Store>(State(state): State<AppState<S>>, Path(name): Path<String>) -> AppResult<Response> {
-    if name.len() > 64 {
-        return Err(AppError::not_found("user"));
-    }
-    Ok(axum::Json(state.store.profile(name).await?).into_response())
+/// Lets a socket that sends `{"op":"auth"}` check its token against the
+/// store, without the hub knowing the store's type.
+pub fn token_resolver<S: Store>(app: Weak<App<S>>) -> Resolver {
+    Box::new(move |token: String| {
+        let app = app.clone();
+        Box::pin(async move {
+            let app = app.upgrade()?;
+            user_id(&app, token.trim()).await.ok().flatten()
+        })
+    })
 }

@@ -8,11 +8,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use serde::{Deserialize, Serialize};
 
-use super::AppState;
-use super::extract::{AuthUser, Json, Path};
-use super::moderation::{BanRequest, ban, bans, unban};
-use crate::auth::{new_token, token_digest};
-use crate::error::{AppError, AppResult};
+use super::extract::{Json, Path};
+use super::moderation::BanList;
+use crate::app::AppState;
+use crate::app::AuthUser;
+use crate::app::auth::{new_token, token_digest};
+use crate::app::moderation::{self, BanRequest};
+use crate::app::{AppError, AppResult};
 use crate::model::{SiteSettings, Timestamp};
 use crate::store::Store;
 
@@ -83,7 +85,8 @@ async fn create_invite<S: Store>(
 
 async fn list_site_bans<S: Store>(State(state): State<AppState<S>>, auth: AuthUser) -> AppResult<Response> {
     admin_only(&auth)?;
-    bans(&state, auth, None).await
+    let bans = moderation::bans(&state, &auth.user, None).await?;
+    Ok(axum::Json(BanList { bans }).into_response())
 }
 
 async fn site_ban<S: Store>(
@@ -92,7 +95,8 @@ async fn site_ban<S: Store>(
     Json(req): Json<BanRequest>,
 ) -> AppResult<Response> {
     admin_only(&auth)?;
-    ban(&state, auth, None, req).await
+    let ban = moderation::ban(&state, &auth.user, None, req).await?;
+    Ok((StatusCode::CREATED, axum::Json(ban)).into_response())
 }
 
 async fn site_unban<S: Store>(
@@ -101,5 +105,6 @@ async fn site_unban<S: Store>(
     Path(user): Path<String>,
 ) -> AppResult<StatusCode> {
     admin_only(&auth)?;
-    unban(&state, auth, None, user).await
+    moderation::unban(&state, &auth.user, None, user).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

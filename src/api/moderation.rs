@@ -1,6 +1,7 @@
 //! Moderation routes: remove, restore, lock and unlock topics and posts;
 //! community moderators; community bans; reports; the public moderation
-//! log. Who may do what is decided by the store, in the transaction that
+//! log. The operations are `app::moderation`'s; who may do what is
+//! `model::policy`'s, over facts the store reads in the transaction that
 //! acts (site admins everywhere, moderators in their communities).
 
 use axum::Router;
@@ -10,11 +11,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post, put};
 use serde::{Deserialize, Serialize};
 
-use super::extract::{AuthUser, Json, Path, Query};
-use super::{AppState, commit};
-use crate::error::{AppError, AppResult};
-use crate::model::{Ban, ModAction, ModLogEntry, Reason, Report, ReportStatus, Timestamp, User, Username, VoteTarget};
-use crate::store::{ListModLog, ListReports, NewBan, Store};
+use super::extract::{Json, Path, Query};
+use crate::app::moderation::{self, BanRequest, ModRequest, check_name};
+use crate::app::{AppError, AppResult, AppState, AuthUser};
+use crate::model::{Ban, ModAction, ModLogEntry, Reason, Report, ReportStatus, User, VoteTarget};
+use crate::store::{ListModLog, ListReports, Store};
 
 pub fn router<S: Store>() -> Router<AppState<S>> {
     Router::new()
@@ -36,52 +37,8 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/modlog", get(site_log::<S>))
 }
 
-/// Names in paths longer than this name nothing (community names are at
-/// most 21 characters, usernames 20), so they are not worth a query.
-const MAX_NAME: usize = 64;
-
-fn check_name(name: &str, what: &str) -> AppResult<()> {
-    if name.len() > MAX_NAME { Err(AppError::not_found(what)) } else { Ok(()) }
-}
-
 // ---------------------------------------------------------------------------
 // Remove, restore, lock, unlock.
-
-#[derive(Deserialize)]
-pub struct ModRequest {
-    /// Optional; shown in the public moderation log.
-    #[serde(default)]
-    pub reason: Option<String>,
-}
-
-/// Runs a moderator's action, then evicts the topic's renderings and tells
-/// live subscribers, only when something changed.
-pub async fn act<S: Store>(
-    state: &AppState<S>,
-    auth: AuthUser,
-    action: ModAction,
-    req: ModRequest,
-) -> AppResult<StatusCode> {
-    let reason = Reason::parse(req.reason.as_deref().unwrap_or(""), false)?;
-    commit(state, move |st| async move {
-        let done = st.store.moderate(&auth.user, action, reason).await?;
-        if done.changed {
-            super::topics::evict(&st, done.topic_id);
-            match (action, &done.post) {
-                (ModAction::RemovePost(id), _) => st.live.post_removed(done.topic_id, id),
-                // The live protocol has no "restored": the post comes back
-                // as an edit carrying its body, unless its topic is hidden.
-                (ModAction::RestorePost(_), Some(post)) if !done.topic_removed && !post.deleted => {
-                    st.live.post_edited(post)
-                }
-                _ => {}
-            }
-        }
-        Ok(())
-    })
-    .await?;
-    Ok(StatusCode::NO_CONTENT)
-}
 
 macro_rules! action_route {
     ($name:ident, $action:ident) => {
@@ -91,7 +48,8 @@ macro_rules! action_route {
             Path(id): Path<i64>,
             Json(req): Json<ModRequest>,
         ) -> AppResult<StatusCode> {
-            act(&state, auth, ModAction::$action(id), req).await
+            moderation::act(&state, auth.user, ModAction::$action(id), req).await?;
+            Ok(StatusCode::NO_CONTENT)
         }
     };
 }
@@ -117,29 +75,13 @@ async fn list_moderators<S: Store>(State(state): State<AppState<S>>, Path(name):
     Ok(axum::Json(ModeratorList { moderators }).into_response())
 }
 
-async fn set_moderator<S: Store>(
-    state: &AppState<S>,
-    auth: AuthUser,
-    name: String,
-    user: String,
-    appoint: bool,
-) -> AppResult<StatusCode> {
-    check_name(&name, "community")?;
-    check_name(&user, "user")?;
-    // Gives the administrator-only answer before any lookup.
-    if !auth.user.is_admin {
-        return Err(AppError::Forbidden("only site administrators may appoint or remove moderators".into()));
-    }
-    state.store.set_moderator(&auth.user, name, user, appoint).await?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
 async fn appoint<S: Store>(
     State(state): State<AppState<S>>,
     auth: AuthUser,
     Path((name, user)): Path<(String, String)>,
 ) -> AppResult<StatusCode> {
-    set_moderator(&state, auth, name, user, true).await
+    moderation::set_moderator(&state, auth.user, name, user, true).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 async fn dismiss<S: Store>(
@@ -147,62 +89,16 @@ async fn dismiss<S: Store>(
     auth: AuthUser,
     Path((name, user)): Path<(String, String)>,
 ) -> AppResult<StatusCode> {
-    set_moderator(&state, auth, name, user, false).await
+    moderation::set_moderator(&state, auth.user, name, user, false).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 // ---------------------------------------------------------------------------
 // Bans (community bans here; site bans in `admin`, through the same code).
 
-#[derive(Deserialize)]
-pub struct BanRequest {
-    pub username: String,
-    #[serde(default)]
-    pub reason: Option<String>,
-    /// Absent or null: permanent.
-    #[serde(default)]
-    pub duration_secs: Option<u64>,
-}
-
-/// Longest temporary ban: ten years (longer is what permanent is for).
-pub const MAX_BAN_SECS: u64 = 10 * 366 * 86_400;
-
 #[derive(Serialize)]
 pub struct BanList {
-    bans: Vec<Ban>,
-}
-
-/// Bans a user from `community` (`None`: the site).
-pub async fn ban<S: Store>(
-    state: &AppState<S>,
-    auth: AuthUser,
-    community: Option<String>,
-    req: BanRequest,
-) -> AppResult<Response> {
-    let username = Username::parse(&req.username)?.into_inner();
-    let reason = Reason::parse(req.reason.as_deref().unwrap_or(""), false)?;
-    let expires_at = match req.duration_secs {
-        None => None,
-        Some(secs) if (1..=MAX_BAN_SECS).contains(&secs) => Some(Timestamp(Timestamp::now().0 + secs as i64)),
-        Some(_) => return Err(AppError::Validation(format!("duration_secs must be between 1 and {MAX_BAN_SECS}"))),
-    };
-    let ban = state.store.ban(&auth.user, NewBan { community, username, reason, expires_at }).await?;
-    Ok((StatusCode::CREATED, axum::Json(ban)).into_response())
-}
-
-pub async fn bans<S: Store>(state: &AppState<S>, auth: AuthUser, community: Option<String>) -> AppResult<Response> {
-    let bans = state.store.bans(&auth.user, community).await?;
-    Ok(axum::Json(BanList { bans }).into_response())
-}
-
-pub async fn unban<S: Store>(
-    state: &AppState<S>,
-    auth: AuthUser,
-    community: Option<String>,
-    user: String,
-) -> AppResult<StatusCode> {
-    check_name(&user, "user")?;
-    state.store.unban(&auth.user, community, user).await?;
-    Ok(StatusCode::NO_CONTENT)
+    pub bans: Vec<Ban>,
 }
 
 async fn list_bans<S: Store>(
@@ -211,7 +107,8 @@ async fn list_bans<S: Store>(
     Path(name): Path<String>,
 ) -> AppResult<Response> {
     check_name(&name, "community")?;
-    bans(&state, auth, Some(name)).await
+    let bans = moderation::bans(&state, &auth.user, Some(name)).await?;
+    Ok(axum::Json(BanList { bans }).into_response())
 }
 
 async fn ban_user<S: Store>(
@@ -221,7 +118,8 @@ async fn ban_user<S: Store>(
     Json(req): Json<BanRequest>,
 ) -> AppResult<Response> {
     check_name(&name, "community")?;
-    ban(&state, auth, Some(name), req).await
+    let ban = moderation::ban(&state, &auth.user, Some(name), req).await?;
+    Ok((StatusCode::CREATED, axum::Json(ban)).into_response())
 }
 
 async fn unban_user<S: Store>(
@@ -230,7 +128,8 @@ async fn unban_user<S: Store>(
     Path((name, user)): Path<(String, String)>,
 ) -> AppResult<StatusCode> {
     check_name(&name, "community")?;
-    unban(&state, auth, Some(name), user).await
+    moderation::unban(&state, &auth.user, Some(name), user).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 // ---------------------------------------------------------------------------

@@ -8,8 +8,8 @@ use deadpool_postgres::Object;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{ToSql, Type};
 
-use super::{PgOptions, PgStore};
-use crate::seed::{CommunityRow, PostRow, Rows, SeedStats, Shape, TopicRow, fill};
+use super::{CommunityRow, PostRow, Rows, SeedStats, Shape, TopicRow, fill};
+use crate::store::postgres::{PgOptions, PgStore};
 
 /// Rows buffered before they are sent (per table, all tables at once).
 const FLUSH_ROWS: usize = 20_000;

@@ -7,9 +7,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::{Deserialize, Serialize};
 
-use super::AppState;
-use super::extract::{AuthUser, Json, Path};
-use crate::error::{AppError, AppResult};
+use super::extract::{Json, Path};
+use crate::app::AppState;
+use crate::app::AuthUser;
+use crate::app::{AppError, AppResult};
 use crate::model::{Community, CommunityName, Title};
 use crate::store::{NewCommunity, Store};
 

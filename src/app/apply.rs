@@ -1,0 +1,37 @@
+//! `apply`: the one place a committed write takes effect. Every operation
+//! that commits hands its `Change` here, whichever door it came in by (the
+//! JSON API, a page's form); so does the cluster bus for other nodes'
+//! writes. The cache and the hub know nothing of the bus.
+
+use super::AppState;
+use crate::model::Change;
+use crate::store::Store;
+
+/// Applies a write committed on this node here, then sends it to the
+/// other nodes (when there are any).
+pub fn apply<S: Store>(state: &AppState<S>, change: Change) {
+    apply_here(state, &change);
+    if let Some(bus) = state.bus.get() {
+        bus.change(&change);
+    }
+}
+
+/// Applies a change on this node only: exact cache invalidation and the
+/// live event, framed once for every subscriber. A change from another
+/// node comes in here and goes no further, so nothing echoes.
+pub fn apply_here<S: Store>(state: &AppState<S>, change: &Change) {
+    if let Some(topic) = change.stale_topic() {
+        super::read::evict(state, topic);
+    }
+    let hub = &state.live;
+    match change {
+        Change::PostCreated { post, notify } => hub.post_created(post, *notify),
+        Change::PostEdited { post } => hub.post_edited(post),
+        Change::PostRemoved { topic_id, post_id } => hub.post_removed(*topic_id, *post_id),
+        Change::TopicCreated { topic } => hub.topic_created(topic),
+        Change::TopicChanged { .. } => {}
+        Change::Scored { topic_id, post_id, score } => {
+            hub.score(post_id.is_some(), post_id.unwrap_or(*topic_id), *topic_id, *score)
+        }
+    }
+}

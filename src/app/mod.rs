@@ -1,0 +1,110 @@
+//! The application core: the shared state every door into the forum uses
+//! (`App`, `AppState`), the operations of the forum (each takes who acts
+//! and a validated input, checks the rules, calls the store and returns its
+//! result with a `Change`), and `apply`, the one place a committed
+//! `Change` takes effect: cache, live subscribers, cluster bus.
+//!
+//! - `accounts`: register, log in and out, tokens.
+//! - `topics`, `posts`, `votes`, `moderation`: the writes of the forum.
+//! - `read`: a topic's rendered, cached answer.
+//! - `apply`: a `Change` applied; `bus`: Changes to and from other nodes.
+//! - `auth`: passwords, tokens, the token cache, the acting user.
+//! - `limits`: rate limits and their settings; `error`: `AppError`.
+//! - `web_settings`: what `pith serve` sets for the pages after start.
+
+pub mod accounts;
+pub mod apply;
+pub mod auth;
+pub mod bus;
+pub mod error;
+pub mod limits;
+pub mod moderation;
+pub mod posts;
+pub mod read;
+pub mod topics;
+pub mod votes;
+pub mod web_settings;
+
+use std::future::Future;
+use std::ops::Deref;
+use std::sync::Arc;
+
+pub use auth::AuthUser;
+pub use error::{AppError, AppResult};
+pub use limits::{Action, ClientIp, RateConfig, Who};
+pub use web_settings::WebSettings;
+
+use crate::cache::TopicCache;
+use crate::live::LiveConfig;
+use crate::store::Store;
+
+pub struct App<S> {
+    pub store: S,
+    /// Rendered topic responses; evicted by `apply` after writes.
+    pub cache: TopicCache,
+    /// Token digest -> user, so authenticated writes skip a read.
+    pub tokens: auth::TokenCache,
+    /// Live subscribers; `apply` publishes events here.
+    pub live: crate::live::Hub,
+    /// Per-account and per-address rate limits (429 with Retry-After).
+    pub limits: limits::RateLimits,
+    /// The HTML forum's settings (secure cookies, the setup link).
+    pub web: WebSettings,
+    /// Prometheus metrics.
+    pub metrics: crate::metrics::Metrics,
+    /// Where committed Changes go for other nodes; unset on a single node.
+    pub bus: std::sync::OnceLock<Arc<crate::cluster::Sink>>,
+}
+
+/// Cheap to clone: one `Arc`.
+pub struct AppState<S>(pub Arc<App<S>>);
+
+impl<S> Clone for AppState<S> {
+    fn clone(&self) -> Self {
+        AppState(self.0.clone())
+    }
+}
+
+impl<S> Deref for AppState<S> {
+    type Target = App<S>;
+    fn deref(&self) -> &App<S> {
+        &self.0
+    }
+}
+
+impl<S: Store> AppState<S> {
+    pub fn new(store: S, cache_bytes: usize) -> Self {
+        Self::with_live(store, cache_bytes, &LiveConfig::default())
+    }
+
+    pub fn with_live(store: S, cache_bytes: usize, live: &LiveConfig) -> Self {
+        Self::with_config(store, cache_bytes, live, &RateConfig::default())
+    }
+
+    pub fn with_config(store: S, cache_bytes: usize, live: &LiveConfig, rate: &RateConfig) -> Self {
+        let cache = TopicCache::new(cache_bytes);
+        let metrics = crate::metrics::Metrics::new(store.metrics(), &cache);
+        AppState(Arc::new_cyclic(|app| App {
+            store,
+            cache,
+            metrics,
+            tokens: auth::TokenCache::new(),
+            live: crate::live::Hub::new(live, Some(accounts::token_resolver(app.clone()))),
+            limits: limits::RateLimits::new(rate),
+            web: WebSettings::default(),
+            bus: std::sync::OnceLock::new(),
+        }))
+    }
+}
+
+/// Runs a write and what must follow it (`apply`) as its own task, so a
+/// client that hangs up mid-request cannot cancel the eviction after the
+/// write has committed.
+pub async fn commit<S, T, Fut>(state: &AppState<S>, f: impl FnOnce(AppState<S>) -> Fut) -> Result<T, AppError>
+where
+    S: Store,
+    T: Send + 'static,
+    Fut: Future<Output = Result<T, AppError>> + Send + 'static,
+{
+    tokio::spawn(f(state.clone())).await.map_err(|e| AppError::Internal(format!("write task failed: {e}")))?
+}

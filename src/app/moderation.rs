@@ -1,0 +1,118 @@
+//! Moderation: remove, restore, lock and unlock; appoint and dismiss
+//! moderators; ban and unban, in a community or site-wide. Who may do what
+//! is `model::policy`'s, over facts the store reads in the transaction
+//! that acts.
+
+use serde::Deserialize;
+
+use super::{AppError, AppResult, AppState, apply::apply, commit};
+use crate::model::{Ban, Change, ModAction, Moderated, Reason, Timestamp, User, Username};
+use crate::store::{NewBan, Store};
+
+/// Names in paths longer than this name nothing (community names are at
+/// most 21 characters, usernames 20), so they are not worth a query.
+const MAX_NAME: usize = 64;
+
+pub fn check_name(name: &str, what: &str) -> AppResult<()> {
+    if name.len() > MAX_NAME { Err(AppError::not_found(what)) } else { Ok(()) }
+}
+
+#[derive(Deserialize)]
+pub struct ModRequest {
+    /// Optional; shown in the public moderation log.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Runs a moderator's action; a change goes to `apply` only when something
+/// changed.
+pub async fn act<S: Store>(state: &AppState<S>, actor: User, action: ModAction, req: ModRequest) -> AppResult<()> {
+    let reason = Reason::parse(req.reason.as_deref().unwrap_or(""), false)?;
+    commit(state, move |st| async move {
+        let done = st.store.moderate(&actor, action, reason).await?;
+        if let Some(change) = change_of(action, done) {
+            apply(&st, change);
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// What a moderator's action changed, as the rest of the system hears it.
+fn change_of(action: ModAction, done: Moderated) -> Option<Change> {
+    if !done.changed {
+        return None;
+    }
+    let topic_id = done.topic_id;
+    Some(match (action, done.post) {
+        (ModAction::RemovePost(post_id), _) => Change::PostRemoved { topic_id, post_id },
+        // The live protocol has no "restored": the post comes back as an
+        // edit carrying its body, unless its topic is hidden.
+        (ModAction::RestorePost(_), Some(post)) if !done.topic_removed && !post.deleted => Change::PostEdited { post },
+        _ => Change::TopicChanged { topic_id },
+    })
+}
+
+/// Appoints (`appoint`) or dismisses a community's moderator.
+pub async fn set_moderator<S: Store>(
+    state: &AppState<S>,
+    actor: User,
+    community: String,
+    username: String,
+    appoint: bool,
+) -> AppResult<()> {
+    check_name(&community, "community")?;
+    check_name(&username, "user")?;
+    // Gives the administrator-only answer before any lookup.
+    if !actor.is_admin {
+        return Err(AppError::Forbidden("only site administrators may appoint or remove moderators".into()));
+    }
+    state.store.set_moderator(&actor, community, username, appoint).await?;
+    Ok(())
+}
+
+#[derive(Deserialize)]
+pub struct BanRequest {
+    pub username: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Absent or null: permanent.
+    #[serde(default)]
+    pub duration_secs: Option<u64>,
+}
+
+/// Longest temporary ban: ten years (longer is what permanent is for).
+pub const MAX_BAN_SECS: u64 = 10 * 366 * 86_400;
+
+/// Bans a user from `community` (`None`: the site).
+pub async fn ban<S: Store>(
+    state: &AppState<S>,
+    actor: &User,
+    community: Option<String>,
+    req: BanRequest,
+) -> AppResult<Ban> {
+    let username = Username::parse(&req.username)?.into_inner();
+    let reason = Reason::parse(req.reason.as_deref().unwrap_or(""), false)?;
+    let expires_at = match req.duration_secs {
+        None => None,
+        Some(secs) if (1..=MAX_BAN_SECS).contains(&secs) => Some(Timestamp(Timestamp::now().0 + secs as i64)),
+        Some(_) => return Err(AppError::Validation(format!("duration_secs must be between 1 and {MAX_BAN_SECS}"))),
+    };
+    Ok(state.store.ban(actor, NewBan { community, username, reason, expires_at }).await?)
+}
+
+/// The bans in force in `community` (`None`: site-wide); moderators only.
+pub async fn bans<S: Store>(state: &AppState<S>, actor: &User, community: Option<String>) -> AppResult<Vec<Ban>> {
+    Ok(state.store.bans(actor, community).await?)
+}
+
+pub async fn unban<S: Store>(
+    state: &AppState<S>,
+    actor: &User,
+    community: Option<String>,
+    user: String,
+) -> AppResult<()> {
+    check_name(&user, "user")?;
+    state.store.unban(actor, community, user).await?;
+    Ok(())
+}

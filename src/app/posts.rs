@@ -1,0 +1,38 @@
+//! Posts: reply, edit, delete. Each operation checks its input and
+//! limits, commits through the store, and hands its `Change` to `apply`.
+
+use super::limits::{Action, ClientIp, Who};
+use super::{AppResult, AppState, apply::apply, commit};
+use crate::model::{Body, Change, Post, User};
+use crate::store::{NewPost, Store};
+
+/// Replies to a topic: the rate limit, the write, the live events.
+pub async fn create_post<S: Store>(state: &AppState<S>, user: User, ip: ClientIp, new: NewPost) -> AppResult<Post> {
+    state.limits.check(Action::Post, ip, Who::User(user.id))?;
+    commit(state, move |st| async move {
+        let post = st.store.create_post(&user, new).await?;
+        apply(&st, Change::PostCreated { notify: post.notify, post: post.clone() });
+        Ok(post)
+    })
+    .await
+}
+
+/// Replaces a post's body.
+pub async fn edit_post<S: Store>(state: &AppState<S>, user: User, id: i64, body: Body) -> AppResult<Post> {
+    commit(state, move |st| async move {
+        let post = st.store.edit_post(&user, id, body).await?;
+        apply(&st, Change::PostEdited { post: post.clone() });
+        Ok(post)
+    })
+    .await
+}
+
+/// Deletes a post (its author, or an admin); returns its topic's id.
+pub async fn delete_post<S: Store>(state: &AppState<S>, user: User, id: i64) -> AppResult<i64> {
+    commit(state, move |st| async move {
+        let topic_id = st.store.delete_post(&user, id).await?;
+        apply(&st, Change::PostRemoved { topic_id, post_id: id });
+        Ok(topic_id)
+    })
+    .await
+}

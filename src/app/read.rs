@@ -1,0 +1,173 @@
+//! Reading a topic as the API answers it: rendered once into the cache,
+//! served from there to every reader, rendered again in the background
+//! after a write (`evict`, called by `apply`), and rendered privately for
+//! the few who may see removed content.
+
+use std::sync::Arc;
+
+use axum::http::header;
+use serde::Serialize;
+
+use super::{AppError, AppResult, AppState, AuthUser};
+use crate::cache::{Rendered, Variant};
+use crate::model::{Post, Restricted, Timestamp, Topic, Viewer, redact};
+use crate::store::{PostSort, Store};
+
+/// `?html=`: whether a topic's post list carries `body_html` too.
+pub fn parse_html(s: Option<&str>) -> AppResult<bool> {
+    match s {
+        None | Some("false") => Ok(false),
+        Some("true") => Ok(true),
+        Some(_) => Err(AppError::BadRequest("invalid_query", "html must be true or false".into())),
+    }
+}
+
+pub fn parse_post_sort(s: Option<&str>) -> AppResult<PostSort> {
+    match s {
+        None | Some("best") => Ok(PostSort::Best),
+        Some("new") => Ok(PostSort::New),
+        Some("old") => Ok(PostSort::Old),
+        Some(_) => Err(AppError::BadRequest("invalid_query", "sort must be one of best, new, old".into())),
+    }
+}
+
+#[derive(Serialize)]
+struct TopicResponse<'a> {
+    topic: &'a Topic,
+    posts: Vec<ListedPost<'a>>,
+}
+
+/// A post as a topic's post list carries it: `Post` without what the list
+/// already says or what is at its default. The topic's id is the topic's;
+/// `parent_id` is there for replies only, `edited_at` once edited, `deleted`
+/// and `removed` when true; `body_html` only when asked for (`?html=true`).
+/// The post list is what every read sends and what the cache holds, and a
+/// realistic post's field names and default values were about half the
+/// size of its text; the pages render from the stored HTML without this
+/// JSON. `tests/it/api.rs` checks the shape.
+#[derive(Serialize)]
+struct ListedPost<'a> {
+    id: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_id: Option<i64>,
+    author: Option<&'a str>,
+    body: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body_html: Option<&'a str>,
+    created_at: Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    edited_at: Option<Timestamp>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    deleted: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    removed: bool,
+    score: i64,
+}
+
+impl<'a> ListedPost<'a> {
+    fn of(p: &'a Post, html: bool) -> ListedPost<'a> {
+        ListedPost {
+            id: p.id,
+            parent_id: p.parent_id,
+            author: p.author.as_deref(),
+            body: &p.body,
+            body_html: html.then_some(p.body_html.as_str()),
+            created_at: p.created_at,
+            edited_at: p.edited_at,
+            deleted: p.deleted,
+            removed: p.removed,
+            score: p.score,
+        }
+    }
+}
+
+/// Evicts every rendering of `topic` after a write to it committed, and
+/// renders again, in the background, the API renderings that were cached:
+/// a topic read often enough to be cached is read again soon, and that
+/// reader would otherwise wait for the render (the 1 % of reads behind
+/// the open-loop p99, docs/BENCHMARKS.md). A topic nobody reads is not
+/// rendered; the pages and post fragments render on their next request.
+pub fn evict<S: Store>(state: &AppState<S>, topic: i64) {
+    let api: Vec<(PostSort, bool)> =
+        state.cache.invalidate(topic).into_iter().filter_map(Variant::json_params).collect();
+    if api.is_empty() {
+        return;
+    }
+    let state = state.clone();
+    tokio::spawn(async move {
+        for (sort, html) in api {
+            // A failure (the topic deleted meanwhile, say) is the next
+            // reader's to see, through the ordinary miss.
+            let _ = cached_public(&state, topic, sort, html).await;
+        }
+    });
+}
+
+/// The public API rendering of a topic, from the cache or rendered once
+/// for every reader that misses it at the same time.
+pub async fn cached_public<S: Store>(
+    state: &AppState<S>,
+    id: i64,
+    sort: PostSort,
+    html: bool,
+) -> AppResult<Arc<Rendered>> {
+    state.cache.get_or_render((id, Variant::json(sort, html)), || render(state, id, sort, html, Viewer::Public)).await
+}
+
+/// Reads and renders the topic as `viewer` may see it. The public view of
+/// a removed topic is an empty body carrying its restriction: cached like
+/// any other, so even its 404s are answered without a query.
+pub async fn render<S: Store>(
+    state: &AppState<S>,
+    id: i64,
+    sort: PostSort,
+    html: bool,
+    viewer: Viewer,
+) -> AppResult<Arc<Rendered>> {
+    let (mut topic, mut posts) = state.store.topic_with_posts(id, sort).await?;
+    // Serialising a big topic takes milliseconds: keep it off
+    // the async workers.
+    let rendered = tokio::task::spawn_blocking(move || {
+        let restricted = Restricted::of(&topic, &posts);
+        let visible = redact(&mut topic, &mut posts, viewer);
+        let body = if visible {
+            let posts = posts.iter().map(|p| ListedPost::of(p, html)).collect();
+            // The cache copies these bytes into an allocation of their
+            // size class, without the growth slack of this Vec.
+            serde_json::to_vec(&TopicResponse { topic: &topic, posts })
+                .map_err(|e| AppError::Internal(e.to_string()))?
+        } else if viewer == Viewer::Public {
+            Vec::new()
+        } else {
+            return Err(AppError::not_found("topic"));
+        };
+        Ok(Arc::new(Rendered::restricted(body, restricted)))
+    })
+    .await
+    .map_err(|e| AppError::Internal(e.to_string()))??;
+    Ok(rendered)
+}
+
+/// The viewer behind the request's token when they may see more of this
+/// topic than the public: a site admin or moderator of its community sees
+/// everything, the author of removed content their own. A missing or bad
+/// token, or a failed lookup, leaves the request public (it fails closed).
+pub async fn privileged_viewer<S: Store>(
+    state: &AppState<S>,
+    parts: &mut axum::http::request::Parts,
+    restricted: &Restricted,
+) -> Option<Viewer> {
+    use axum::extract::FromRequestParts;
+    if !parts.headers.contains_key(header::AUTHORIZATION) {
+        return None;
+    }
+    let user = AuthUser::from_request_parts(parts, state).await.ok()?.user;
+    if user.is_admin {
+        return Some(Viewer::Moderator);
+    }
+    match state.store.is_moderator(user.id, restricted.community_id).await {
+        Ok(true) => Some(Viewer::Moderator),
+        _ if restricted.concerns(user.id) => Some(Viewer::Author(user.id)),
+        _ => None,
+    }
+}

@@ -1,0 +1,49 @@
+//! Topics: submit, edit, delete. Each operation checks its input and
+//! limits, commits through the store (which holds the rules' facts), and
+//! hands its `Change` to `apply`.
+
+use super::limits::{Action, ClientIp, Who};
+use super::{AppResult, AppState, apply::apply, commit};
+use crate::model::{Body, Change, CommunityName, Link, Title, Topic, User};
+use crate::store::{NewTopic, Store};
+
+/// A submitted topic's fields, checked; an empty body or link is none.
+pub fn new_topic(community: CommunityName, title: &str, body: Option<&str>, url: Option<&str>) -> AppResult<NewTopic> {
+    Ok(NewTopic {
+        community,
+        title: Title::parse(title)?,
+        body: body.filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?,
+        url: url.filter(|u| !u.is_empty()).map(Link::parse).transpose()?,
+    })
+}
+
+/// Submits a topic: the rate limit, the write, the live event.
+pub async fn create_topic<S: Store>(state: &AppState<S>, user: User, ip: ClientIp, new: NewTopic) -> AppResult<Topic> {
+    state.limits.check(Action::Post, ip, Who::User(user.id))?;
+    commit(state, move |st| async move {
+        let topic = st.store.create_topic(&user, new).await?;
+        apply(&st, Change::TopicCreated { topic: topic.clone() });
+        Ok(topic)
+    })
+    .await
+}
+
+/// Sets or clears (`None`) a topic's body.
+pub async fn edit_topic<S: Store>(state: &AppState<S>, user: User, id: i64, body: Option<Body>) -> AppResult<Topic> {
+    commit(state, move |st| async move {
+        let topic = st.store.edit_topic(&user, id, body).await?;
+        apply(&st, Change::TopicChanged { topic_id: id });
+        Ok(topic)
+    })
+    .await
+}
+
+/// Deletes a topic (its author, or an admin).
+pub async fn delete_topic<S: Store>(state: &AppState<S>, user: User, id: i64) -> AppResult<()> {
+    commit(state, move |st| async move {
+        st.store.delete_topic(&user, id).await?;
+        apply(&st, Change::TopicChanged { topic_id: id });
+        Ok(())
+    })
+    .await
+}

@@ -1,0 +1,17 @@
+//! What a WebSocket runs on once the HTTP server hands its connection
+//! over: the socket, or TLS over it, with the bytes read past the
+//! handshake. Defined here, below the network layer, so the live
+//! connections need nothing from the server that accepted them.
+
+use bytes::Bytes;
+use tokio::net::TcpStream;
+use tokio_rustls::server::TlsStream;
+
+/// An upgraded connection and the bytes hyper read past the handshake.
+pub type Upgraded = (Stream, Bytes);
+
+/// What an upgraded connection runs on.
+pub enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}

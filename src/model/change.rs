@@ -1,0 +1,92 @@
+//! `Change`: what one committed write did, as the rest of the system needs
+//! to hear it. Every operation of the application core that commits
+//! returns one (or none, when nothing changed); `app::apply` is the one
+//! place it takes effect: the cached renderings it makes stale are
+//! evicted, its live event is framed once for every subscriber, and it
+//! goes on the cluster bus, whose other nodes apply it the same way.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Post, Topic};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum Change {
+    /// A new reply. `notify` is whose live inbox hears of it (the author
+    /// of what it replies to, never the replier).
+    PostCreated { post: Post, notify: Option<i64> },
+    /// A post's body changed (an edit, or a moderator restored it while
+    /// its topic is visible): subscribers get the post again.
+    PostEdited { post: Post },
+    /// A post went from view (deleted by its author, removed by a
+    /// moderator).
+    PostRemoved { topic_id: i64, post_id: i64 },
+    /// A new topic in its community.
+    TopicCreated { topic: Topic },
+    /// Anything else that changes how a topic reads (an edit, a deletion,
+    /// a removal, a restore, a lock): its renderings are stale, and no
+    /// live event says more than a reload would.
+    TopicChanged { topic_id: i64 },
+    /// A vote's new total; `post_id` is `None` for the topic's own score.
+    Scored { topic_id: i64, post_id: Option<i64>, score: i64 },
+}
+
+impl Change {
+    /// The topic whose cached renderings this change makes stale, if any
+    /// (a new topic has none yet).
+    pub fn stale_topic(&self) -> Option<i64> {
+        match self {
+            Change::PostCreated { post, .. } | Change::PostEdited { post } => Some(post.topic_id),
+            Change::PostRemoved { topic_id, .. }
+            | Change::TopicChanged { topic_id }
+            | Change::Scored { topic_id, .. } => Some(*topic_id),
+            Change::TopicCreated { .. } => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Timestamp;
+
+    fn post() -> Post {
+        Post {
+            id: 9,
+            topic_id: 3,
+            parent_id: Some(2),
+            author: Some("ann".into()),
+            body: "*hi*".into(),
+            body_html: "<p><em>hi</em></p>\n".into(),
+            created_at: Timestamp(1_764_000_000),
+            edited_at: Some(Timestamp(1_764_000_060)),
+            deleted: false,
+            removed: false,
+            score: 4,
+            author_id: 0,
+            notify: None,
+        }
+    }
+
+    #[test]
+    fn every_change_survives_json_for_the_cluster_bus() {
+        let changes = [
+            Change::PostCreated { post: post(), notify: Some(5) },
+            Change::PostEdited { post: post() },
+            Change::PostRemoved { topic_id: 3, post_id: 9 },
+            Change::TopicChanged { topic_id: 3 },
+            Change::Scored { topic_id: 3, post_id: None, score: -2 },
+        ];
+        for change in changes {
+            let text = serde_json::to_string(&change).expect("serialises");
+            let back: Change = serde_json::from_str(&text).expect("parses");
+            assert_eq!(back, change, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_new_topic_makes_no_rendering_stale_and_a_reply_makes_its_topics_stale() {
+        assert_eq!(Change::PostCreated { post: post(), notify: None }.stale_topic(), Some(3));
+        assert_eq!(Change::Scored { topic_id: 8, post_id: Some(1), score: 1 }.stale_topic(), Some(8));
+    }
+}

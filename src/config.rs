@@ -1,65 +1,18 @@
-//! Command-line and environment configuration: one clap struct per
-//! subcommand. Every setting has a default, a `--flag` and a `PITH_*` variable,
-//! so `pith serve` with nothing set starts a working forum.
+//! The commands' arguments: one clap struct per subcommand, gathering the
+//! settings structs each module owns (`live::LiveConfig`,
+//! `app::RateConfig`...). Every setting has a default, a `--flag` and a
+//! `PITH_*` variable, so `pith serve` with nothing set starts a working
+//! forum. `config_file` assembles the command line (`Cli`) and the file.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, ValueEnum};
+use serde::Serialize;
 
 use crate::app::RateConfig;
 use crate::live::LiveConfig;
 use crate::settings::default_readers;
-
-#[derive(Debug, Parser)]
-#[command(name = "pith", version, about = "A Reddit-style forum that fits on a Raspberry Pi")]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Command,
-
-    #[command(flatten)]
-    pub log: crate::logging::LogConfig,
-}
-
-#[derive(Debug, Subcommand)]
-// Parsed once at start-up: the size of the serve variant costs nothing.
-#[allow(clippy::large_enum_variant)]
-pub enum Command {
-    /// Run the forum server.
-    Serve(ServeConfig),
-    /// Fill a database with a deterministic benchmark data set.
-    Seed(SeedConfig),
-    /// Manage user accounts.
-    User {
-        #[command(subcommand)]
-        command: UserCommand,
-    },
-    /// Load generators and reference servers for benchmarks.
-    Bench(crate::bench::BenchArgs),
-    /// Copy the database to FILE while the server keeps running (a
-    /// consistent, checked snapshot).
-    Backup(BackupConfig),
-    /// Replace the database with a backup (stop `pith serve` first; the
-    /// replaced database is kept beside it).
-    Restore(RestoreConfig),
-    /// Print the effective configuration of `pith serve` (same flags,
-    /// environment and config file): every setting, its value and where it
-    /// came from.
-    Config(ConfigShowConfig),
-    /// Copy a whole forum between SQLite and PostgreSQL, verified by counts
-    /// and checksums (stop the source server first).
-    Migrate(crate::migrate::MigrateConfig),
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct ConfigShowConfig {
-    /// Print JSON: `{"NAME": {"value", "source", "from"}}`.
-    #[arg(long)]
-    pub json: bool,
-
-    #[command(flatten)]
-    pub serve: ServeConfig,
-}
 
 #[derive(Debug, Clone, Args)]
 pub struct BackupConfig {
@@ -77,15 +30,6 @@ pub struct RestoreConfig {
 
     #[command(flatten)]
     pub data: DataConfig,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum UserCommand {
-    /// Create a user; prints a new API token as the last line of stdout.
-    Add(UserAddConfig),
-    /// Create a one-use invite code for registration by invitation; prints
-    /// the code as the last line of stdout.
-    Invite(UserInviteConfig),
 }
 
 /// Where the data lives; shared by every subcommand that touches data.
@@ -220,7 +164,7 @@ pub struct ServeConfig {
     /// Every setting with its value and source, filled in by
     /// `config_file::parse` (empty when the struct is built in code).
     #[arg(skip)]
-    pub effective: Vec<crate::config_file::Setting>,
+    pub effective: Vec<Setting>,
 }
 
 impl ServeConfig {
@@ -292,6 +236,46 @@ pub struct UserInviteConfig {
 
     #[command(flatten)]
     pub data: DataConfig,
+}
+
+/// One effective setting.
+#[derive(Debug, Clone, Serialize)]
+pub struct Setting {
+    /// The long flag name, which is also the config file's key.
+    #[serde(skip)]
+    pub name: String,
+    /// As given (secrets masked); `None` when unset.
+    pub value: Option<String>,
+    /// `default`, `file`, `env` or `flag`.
+    pub source: &'static str,
+    /// The file's path, the variable's name, or the flag.
+    pub from: Option<String>,
+}
+
+impl Setting {
+    /// `flag --listen`, `env PITH_LISTEN`, `file /etc/pith.toml`, `default`.
+    pub fn source_text(&self) -> String {
+        match &self.from {
+            Some(from) => format!("{} {from}", self.source),
+            None => self.source.to_owned(),
+        }
+    }
+}
+
+/// `pith serve`'s start-up log: one line naming the settings that differ
+/// from their defaults, and where each came from (`pith config` lists
+/// them all).
+pub fn log(settings: &[Setting]) {
+    let changed: Vec<String> = settings
+        .iter()
+        .filter(|s| s.source != "default")
+        .map(|s| format!("{}={} ({})", s.name, s.value.as_deref().unwrap_or("(unset)"), s.source_text()))
+        .collect();
+    if changed.is_empty() {
+        tracing::info!("config: every setting at its default (pith config lists them)");
+    } else {
+        tracing::info!(changed = %changed.join(", "), "config: settings not at their defaults (pith config lists all)");
+    }
 }
 
 #[cfg(test)]

@@ -11,30 +11,75 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::parser::ValueSource;
-use clap::{ArgMatches, Command, CommandFactory, FromArgMatches};
-use serde::Serialize;
+use clap::{ArgMatches, Command as ClapCommand, CommandFactory, FromArgMatches};
 
-use crate::config::{Cli, Command as Sub};
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{BackupConfig, RestoreConfig, SeedConfig, ServeConfig, Setting, UserAddConfig, UserInviteConfig};
 
 /// The subcommands that take `pith serve`'s settings.
 const SERVE_LIKE: [&str; 2] = ["serve", "config"];
 /// Arguments of those subcommands that are not settings.
 const NOT_SETTINGS: [&str; 4] = ["help", "version", "json", "config"];
 
-/// One effective setting.
-#[derive(Debug, Clone, Serialize)]
-pub struct Setting {
-    /// The long flag name, which is also the config file's key.
-    #[serde(skip)]
-    pub name: String,
-    /// As given (secrets masked); `None` when unset.
-    pub value: Option<String>,
-    /// `default`, `file`, `env` or `flag`.
-    pub source: &'static str,
-    /// The file's path, the variable's name, or the flag.
-    pub from: Option<String>,
+#[derive(Debug, Parser)]
+#[command(name = "pith", version, about = "A Reddit-style forum that fits on a Raspberry Pi")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+
+    #[command(flatten)]
+    pub log: crate::logging::LogConfig,
 }
 
+#[derive(Debug, Subcommand)]
+// Parsed once at start-up: the size of the serve variant costs nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum Command {
+    /// Run the forum server.
+    Serve(ServeConfig),
+    /// Fill a database with a deterministic benchmark data set.
+    Seed(SeedConfig),
+    /// Manage user accounts.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// Load generators and reference servers for benchmarks.
+    Bench(crate::bench::BenchArgs),
+    /// Copy the database to FILE while the server keeps running (a
+    /// consistent, checked snapshot).
+    Backup(BackupConfig),
+    /// Replace the database with a backup (stop `pith serve` first; the
+    /// replaced database is kept beside it).
+    Restore(RestoreConfig),
+    /// Print the effective configuration of `pith serve` (same flags,
+    /// environment and config file): every setting, its value and where it
+    /// came from.
+    Config(ConfigShowConfig),
+    /// Copy a whole forum between SQLite and PostgreSQL, verified by counts
+    /// and checksums (stop the source server first).
+    Migrate(crate::migrate::MigrateConfig),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ConfigShowConfig {
+    /// Print JSON: `{"NAME": {"value", "source", "from"}}`.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub serve: ServeConfig,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create a user; prints a new API token as the last line of stdout.
+    Add(UserAddConfig),
+    /// Create a one-use invite code for registration by invitation; prints
+    /// the code as the last line of stdout.
+    Invite(UserInviteConfig),
+}
 /// A loaded config file: its path and its settings as strings.
 struct File {
     path: PathBuf,
@@ -98,10 +143,10 @@ fn serve_matches(m: &ArgMatches) -> Option<&ArgMatches> {
     m.subcommand().filter(|(name, _)| SERVE_LIKE.contains(name)).map(|(_, sm)| sm)
 }
 
-fn serve_config(cmd: &mut Sub) -> Option<&mut crate::config::ServeConfig> {
+fn serve_config(cmd: &mut Command) -> Option<&mut ServeConfig> {
     match cmd {
-        Sub::Serve(cfg) => Some(cfg),
-        Sub::Config(c) => Some(&mut c.serve),
+        Command::Serve(cfg) => Some(cfg),
+        Command::Config(c) => Some(&mut c.serve),
         _ => None,
     }
 }
@@ -149,7 +194,7 @@ fn parse_toml(path: &Path, text: &str) -> anyhow::Result<Vec<(String, String)>> 
 
 /// `sub` with the file's values as its defaults; an unknown key or a value
 /// the flag would refuse is an error naming the file and the key.
-fn with_file_defaults(mut sub: Command, file: &File) -> anyhow::Result<Command> {
+fn with_file_defaults(mut sub: ClapCommand, file: &File) -> anyhow::Result<ClapCommand> {
     let shown = file.path.display();
     for (key, value) in &file.values {
         let arg = sub
@@ -160,7 +205,7 @@ fn with_file_defaults(mut sub: Command, file: &File) -> anyhow::Result<Command> 
                 format!("{shown}: unknown setting `{key}` (keys are the long flag names of `pith serve`, such as `listen` or `cache-mb`)")
             })?;
         // Checked alone, with no environment, so the error is the file's.
-        let alone = Command::new("check").no_binary_name(true).arg(arg.clone().env(None::<&'static str>));
+        let alone = ClapCommand::new("check").no_binary_name(true).arg(arg.clone().env(None::<&'static str>));
         if let Err(e) = alone.try_get_matches_from([format!("--{key}={value}")]) {
             let why = e.render().to_string();
             let why = why.lines().next().unwrap_or_default().trim_start_matches("error: ");
@@ -173,7 +218,7 @@ fn with_file_defaults(mut sub: Command, file: &File) -> anyhow::Result<Command> 
 }
 
 /// Every setting of `sub` as `m` has it, with its source.
-fn effective(sub: &Command, m: &ArgMatches, file: Option<&File>) -> Vec<Setting> {
+fn effective(sub: &ClapCommand, m: &ArgMatches, file: Option<&File>) -> Vec<Setting> {
     let from_file = |name: &str| file.filter(|f| f.values.iter().any(|(k, _)| k == name));
     sub.get_arguments()
         .filter_map(|arg| {
@@ -216,18 +261,8 @@ fn mask(name: &str, value: &str) -> String {
     value.to_owned()
 }
 
-impl Setting {
-    /// `flag --listen`, `env PITH_LISTEN`, `file /etc/pith.toml`, `default`.
-    pub fn source_text(&self) -> String {
-        match &self.from {
-            Some(from) => format!("{} {from}", self.source),
-            None => self.source.to_owned(),
-        }
-    }
-}
-
 /// `pith config`: the table, or JSON keyed by setting.
-pub fn show(cfg: &crate::config::ConfigShowConfig) -> anyhow::Result<()> {
+pub fn show(cfg: &ConfigShowConfig) -> anyhow::Result<()> {
     let settings = &cfg.serve.effective;
     if cfg.json {
         let map: BTreeMap<&str, &Setting> = settings.iter().map(|s| (s.name.as_str(), s)).collect();
@@ -240,13 +275,6 @@ pub fn show(cfg: &crate::config::ConfigShowConfig) -> anyhow::Result<()> {
         println!("{:width$}  {value}  [{}]", s.name, s.source_text());
     }
     Ok(())
-}
-
-/// `pith serve`'s start-up log of the same list.
-pub fn log(settings: &[Setting]) {
-    for s in settings {
-        tracing::info!(setting = %s.name, value = s.value.as_deref().unwrap_or("(unset)"), source = %s.source_text(), "config");
-    }
 }
 
 #[cfg(test)]

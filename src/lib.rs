@@ -23,9 +23,11 @@
 //! 8. `api` (the JSON API) and `web` (the HTML forum): siblings, both call
 //!    `app`, neither calls the other.
 //! 9. `server`: the whole router, and `run(listener, shutdown)`.
-//! 10. The commands: `config` and `config_file` (the command line, the
-//!     config file, each setting's source), `serve`, `seed`, `users`,
-//!     `backup` (and restore), `migrate`, `bench`.
+//! 10. The commands, in order: `config` (each command's arguments, which
+//!     gather each module's settings), `backup` (and restore), then
+//!     `serve`, `seed`, `users` and `migrate`, then `bench`, and last
+//!     `config_file` (the command line `Cli`, the TOML file, each
+//!     setting's source).
 
 pub mod api;
 pub mod app;

@@ -1,7 +1,7 @@
 //! The `pith` binary: parse the command line, start logging, dispatch.
 //! Everything else lives in the library so tests and `bench` reuse it.
 
-use pith::config::{Command, UserCommand};
+use pith::config_file::{Command, UserCommand};
 
 fn main() -> std::process::ExitCode {
     let ignored = pith::config_file::ignore_empty_env();

@@ -20,7 +20,7 @@ pub fn main(cfg: ServeConfig) -> anyhow::Result<()> {
 pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     let backend = cfg.data.backend();
     tracing::info!("starting pith {}", env!("CARGO_PKG_VERSION"));
-    crate::config_file::log(&cfg.effective);
+    crate::config::log(&cfg.effective);
     // Loaded before anything else so a bad certificate stops start-up.
     let tls = cfg.tls_files()?.map(crate::net::tls::Tls::new).transpose()?;
     match backend {

@@ -4,7 +4,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{assert_error, fetch, ids, spawn_app};
+use crate::support::helpers::{assert_error, fetch, ids, spawn_app};
 
 #[tokio::test]
 async fn a_new_account_gets_a_token_that_says_who_it_is() {

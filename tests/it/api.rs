@@ -4,7 +4,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{assert_error, fetch, ids, listed, spawn_app};
+use crate::support::helpers::{assert_error, fetch, ids, listed, spawn_app};
 
 #[tokio::test]
 async fn the_health_check_answers_ok() {

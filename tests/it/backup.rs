@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::child::{Server, run_pith, user_add};
+use crate::support::child::{Server, run_pith, user_add};
 
 const PATIENCE: Duration = Duration::from_secs(20);
 

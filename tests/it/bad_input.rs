@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::helpers::{TestApp, assert_error, fetch, ids, spawn_app, spawn_app_with};
+use crate::support::helpers::{TestApp, assert_error, fetch, ids, spawn_app, spawn_app_with};
 
 /// Who a case authenticates as.
 #[derive(Clone, Copy)]

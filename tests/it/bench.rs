@@ -10,8 +10,8 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use crate::child::{Server, free_port, pith, run_pith, user_add};
-use crate::helpers::{client, fetch};
+use crate::support::child::{Server, free_port, pith, run_pith, user_add};
+use crate::support::helpers::{client, fetch};
 
 #[tokio::test]
 async fn bench_write_reports_durable_inserts_that_are_all_in_the_file() {

@@ -6,7 +6,7 @@ use std::io::Read;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{Reply, TestApp, app_with_a_long_topic, fetch};
+use crate::support::helpers::{Reply, TestApp, app_with_a_long_topic, fetch};
 
 async fn get_topic(app: &TestApp, topic: i64, headers: &[(&str, &str)]) -> Reply {
     let mut req = app.req(Method::GET, &format!("/api/v1/topics/{topic}"));

@@ -3,7 +3,7 @@
 //! fresh database; a WebSocket subscriber on node B gets a post made on
 //! node A, and B's cached topic shows the post after it. Over the default
 //! LISTEN/NOTIFY bus and over NATS (127.0.0.1:4222, provided by test.sh).
-//! Databases come from `crate::pg::TestDb` (fresh per test).
+//! Databases come from `crate::support::pg::TestDb` (fresh per test).
 
 use std::time::{Duration, Instant};
 
@@ -128,7 +128,7 @@ fn bodies(topic: &Value) -> Vec<String> {
 
 /// The whole story on one bus: live events and cache evictions cross.
 async fn two_nodes_share_writes(bus: impl Fn(&str) -> Bus) {
-    let db = crate::pg::TestDb::create().await;
+    let db = crate::support::pg::TestDb::create().await;
     let url = db.url.clone();
     let a = Node::start(&url, &bus(&url), "node-a").await;
     let b = Node::start(&url, &bus(&url), "node-b").await;
@@ -190,7 +190,7 @@ async fn over_nats_a_post_on_node_a_reaches_node_b_live_and_in_its_cache() {
 
 #[tokio::test]
 async fn after_its_bus_connection_is_cut_a_node_drops_its_cache_and_hears_the_others_again() {
-    let db = crate::pg::TestDb::create().await;
+    let db = crate::support::pg::TestDb::create().await;
     let url = db.url.clone();
     let bus = Bus::Postgres(url.clone());
     let a = Node::start(&url, &bus, "node-a").await;

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::{assert_error, fetch, spawn_app};
+use crate::support::helpers::{assert_error, fetch, spawn_app};
 
 #[tokio::test]
 async fn an_admin_creates_a_community_that_then_shows_in_the_list_and_by_name() {

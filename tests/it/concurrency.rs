@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, ids, spawn_app};
+use crate::support::helpers::{TestApp, ids, spawn_app};
 
 const WRITERS: usize = 20;
 const POSTS_EACH: usize = 25;
@@ -143,7 +143,7 @@ async fn racing_for_one_name_exactly_one_wins_and_the_others_get_409() {
         for t in tasks {
             let (status, body) = t.await.expect("task");
             if status != 201 {
-                crate::helpers::assert_error(what, status, &body, 409, "conflict");
+                crate::support::helpers::assert_error(what, status, &body, 409, "conflict");
             }
             statuses.push(status);
         }

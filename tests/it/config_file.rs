@@ -5,8 +5,8 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::child::{pith, run_pith};
-use crate::helpers::client;
+use crate::support::child::{pith, run_pith};
+use crate::support::helpers::client;
 
 fn config_json(out: &std::process::Output) -> serde_json::Value {
     assert!(out.status.success(), "pith config: {}", String::from_utf8_lossy(&out.stderr));
@@ -56,7 +56,7 @@ async fn an_empty_setting_in_the_environment_is_ignored_with_a_warning() {
 #[tokio::test]
 async fn a_running_server_takes_the_file_and_lets_the_environment_override_it() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let port = crate::child::free_port();
+    let port = crate::support::child::free_port();
     let file = dir.path().join("site.toml");
     std::fs::write(&file, format!("listen = \"127.0.0.1:{port}\"\nsecure-cookies = true\n")).expect("write");
     let log = dir.path().join("serve.log");

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::child::{Server, user_add};
-use crate::helpers::{client, fetch};
+use crate::support::child::{Server, user_add};
+use crate::support::helpers::{client, fetch};
 
 /// How long a child gets to start or stop before the test gives up on it.
 const PATIENCE: Duration = Duration::from_secs(20);

@@ -24,8 +24,8 @@ use rand::{Rng, SeedableRng};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::child::{Server, run_pith, user_add};
-use crate::helpers::{assert_error, client};
+use crate::support::child::{Server, run_pith, user_add};
+use crate::support::helpers::{assert_error, client};
 
 /// How long a child gets to start, stop or fail before the test gives up.
 const PATIENCE: Duration = Duration::from_secs(10);

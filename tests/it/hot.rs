@@ -7,7 +7,7 @@ use pith::net::hot::{Answer, Hot};
 use reqwest::Method as ReqMethod;
 use serde_json::json;
 
-use crate::helpers::{Reply, TestApp, app_with_a_long_topic, fetch};
+use crate::support::helpers::{Reply, TestApp, app_with_a_long_topic, fetch};
 
 fn answer(app: &TestApp, method: Method, uri: &str, headers: &HeaderMap, no_body: bool) -> Option<u16> {
     let hot = Hot::new(app.state.clone());

@@ -3,47 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use pith::app::AppState;
+use crate::support::raw::{HEALTH, exchange, serve};
 use pith::net::server::ConnLimits;
-use pith::server as http;
-use pith::store::sqlite::{SqliteOptions, SqliteStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
-use tokio::sync::oneshot;
-
-pub struct Server {
-    pub addr: std::net::SocketAddr,
-    _dir: tempfile::TempDir,
-    pub stop: oneshot::Sender<()>,
-    /// The server's task, which ends once it has drained.
-    pub task: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
-pub async fn serve(limits: ConnLimits) -> Server {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store =
-        SqliteStore::open(&dir.path().join("pith.db"), &SqliteOptions { readers: 1, ..SqliteOptions::default() })
-            .expect("open store");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let state = AppState::new(store, 1 << 20);
-    let task = tokio::spawn(http::run_with_limits(listener, state, Duration::from_secs(30), limits, async {
-        let _ = stopped.await;
-    }));
-    Server { addr, _dir: dir, stop, task }
-}
-
-/// Sends a whole request on a fresh connection and returns the raw answer.
-pub async fn exchange(addr: std::net::SocketAddr, request: &[u8]) -> String {
-    let mut tcp = TcpStream::connect(addr).await.expect("connect");
-    tcp.write_all(request).await.expect("write");
-    let mut out = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut out)).await;
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-pub const HEALTH: &[u8] = b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
 
 #[tokio::test]
 async fn a_client_that_never_finishes_its_headers_is_disconnected_after_the_header_timeout() {

@@ -1,4 +1,4 @@
-//! Keep-alive connections parked between requests (`http::idle`): a
+//! Keep-alive connections parked between requests (`net::idle`): a
 //! cleartext connection gives hyper's buffers back whenever it waits for
 //! its client, and must still serve everything a client may send (TLS
 //! connections park too: tests/it/tls.rs).
@@ -9,44 +9,10 @@ use std::time::Duration;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use pith::net::server::ConnLimits;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
-use crate::hygiene::{HEALTH, serve};
-
-pub const GET: &[u8] = b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n";
-
-/// Reads `n` whole responses (each with a `content-length`) off `tcp` (a
-/// socket or a TLS stream); returns their status lines and bodies.
-pub async fn responses<S: AsyncRead + Unpin>(tcp: &mut S, n: usize) -> Vec<(String, String)> {
-    let mut buf = Vec::new();
-    let mut out = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while out.len() < n {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length: ").map(str::to_owned))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or_else(|| panic!("no content-length in {head}"));
-            if buf.len() >= end + 4 + len {
-                let body = String::from_utf8_lossy(&buf[end + 4..end + 4 + len]).into_owned();
-                out.push((head.lines().next().unwrap_or_default().to_owned(), body));
-                buf.drain(..end + 4 + len);
-                continue;
-            }
-        }
-        let read = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut chunk)).await;
-        let read = read.unwrap_or_else(|_| panic!("no answer within 5 s after {} of {n} responses", out.len()));
-        match read.expect("read") {
-            0 => panic!("connection closed after {} of {n} responses", out.len()),
-            k => buf.extend_from_slice(&chunk[..k]),
-        }
-    }
-    assert!(buf.is_empty(), "more than {n} responses: {}", String::from_utf8_lossy(&buf));
-    out
-}
+use crate::support::raw::{GET, HEALTH, responses, serve};
 
 #[tokio::test]
 async fn pipelined_requests_in_one_write_are_all_answered_in_order() {
@@ -167,7 +133,7 @@ async fn two_thousand_idle_keep_alive_connections_cost_the_server_little_memory(
     const N: usize = 2_000;
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("serve.log");
-    let server = crate::child::Server::start(&dir.path().join("data"), log, Duration::from_secs(20)).await;
+    let server = crate::support::child::Server::start(&dir.path().join("data"), log, Duration::from_secs(20)).await;
     let addr: SocketAddr = server.base.trim_start_matches("http://").parse().expect("addr");
     // Warm up: the runtime's threads and the first connections' allocations.
     for _ in 0..20 {

@@ -11,8 +11,8 @@ use pith::app::limits::{Rate, RateConfig};
 use reqwest::Method;
 use serde_json::json;
 
-use crate::child::run_pith;
-use crate::helpers::{Reply, TestApp, assert_error, fetch, spawn_app_limited};
+use crate::support::child::run_pith;
+use crate::support::helpers::{Reply, TestApp, assert_error, fetch, spawn_app_limited};
 
 fn rate(s: &str) -> Rate {
     Rate::parse(s).expect("rate")

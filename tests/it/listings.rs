@@ -8,7 +8,7 @@ use pith::store::sqlite::conn::{Role, migrate, open};
 use pith::store::sqlite::writes;
 use pith::store::{NewCommunity, NewTopic};
 
-use crate::helpers::{TestApp, assert_error, spawn_app, spawn_app_in};
+use crate::support::helpers::{TestApp, assert_error, spawn_app, spawn_app_in};
 
 const DAY: i64 = 86_400;
 

@@ -25,7 +25,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::helpers::listed;
+use crate::support::helpers::listed;
 
 type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -666,7 +666,7 @@ impl ChildServer {
 
     /// Resident memory in bytes.
     fn rss(&self) -> u64 {
-        crate::child::rss_of(self.child.id())
+        crate::support::child::rss_of(self.child.id())
     }
 }
 

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::child::Server;
-use crate::helpers::{client, fetch};
+use crate::support::child::Server;
+use crate::support::helpers::{client, fetch};
 
 #[tokio::test]
 async fn json_logs_name_each_request_by_its_id() {
@@ -44,7 +44,7 @@ async fn json_logs_name_each_request_by_its_id() {
 
 #[tokio::test]
 async fn a_bad_log_format_is_a_readable_error() {
-    let out = crate::child::run_pith(&["--log-format".as_ref(), "xml".as_ref(), "serve".as_ref()]).await;
+    let out = crate::support::child::run_pith(&["--log-format".as_ref(), "xml".as_ref(), "serve".as_ref()]).await;
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("xml") && err.contains("human") && err.contains("json"), "{err}");

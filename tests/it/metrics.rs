@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use crate::child::{Server, free_port};
-use crate::helpers::{TestApp, assert_error_shape, client, fetch, spawn_app};
-use crate::prom::{Sample, parse, value};
+use crate::support::child::{Server, free_port};
+use crate::support::helpers::{TestApp, assert_error_shape, client, fetch, spawn_app};
+use crate::support::prom::{Sample, parse, value};
 
 async fn scrape(app: &TestApp) -> Vec<Sample> {
     scrape_url(&app.url("/metrics")).await.0

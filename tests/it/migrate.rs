@@ -11,8 +11,8 @@ use pith::store::postgres::{PgOptions, PgStore};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::child::run_pith;
-use crate::helpers::{spawn_app, spawn_app_in};
+use crate::support::child::run_pith;
+use crate::support::helpers::{spawn_app, spawn_app_in};
 
 const TABLES: &[&str] = &[
     "users",
@@ -81,7 +81,7 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
         assert!(!rows.is_empty(), "the seeded forum has rows in {table}");
     }
 
-    let db = crate::pg::TestDb::create().await;
+    let db = crate::support::pg::TestDb::create().await;
     let url = db.url.clone();
     let out = migrate(&src_dir.path().to_string_lossy(), &url).await;
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -6,7 +6,7 @@ use futures_util::StreamExt;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, assert_error, fetch, ids, spawn_app};
+use crate::support::helpers::{TestApp, assert_error, fetch, ids, spawn_app};
 
 /// A forum with community `raspi` whose moderator is `moddy` (appointed over
 /// the API), and plain users `bob` and `carol`.
@@ -584,13 +584,17 @@ async fn registration_is_open_closed_or_by_invitation_as_the_admin_sets_it() {
 #[tokio::test]
 async fn the_operator_makes_an_invite_code_on_the_command_line() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out =
-        crate::child::run_pith(&["user".as_ref(), "invite".as_ref(), "--data-dir".as_ref(), dir.path().as_os_str()])
-            .await;
+    let out = crate::support::child::run_pith(&[
+        "user".as_ref(),
+        "invite".as_ref(),
+        "--data-dir".as_ref(),
+        dir.path().as_os_str(),
+    ])
+    .await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8(out.stdout).expect("utf-8");
     let code = stdout.lines().last().expect("a code").trim().to_owned();
-    let app = crate::helpers::spawn_app_in(dir).await;
+    let app = crate::support::helpers::spawn_app_in(dir).await;
     set_registration(&app, "invite").await;
     let (status, body) = register(&app, "invited", Some(&code)).await;
     assert_eq!(status, 201, "{body}");

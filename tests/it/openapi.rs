@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Reply, TestApp, fetch, spawn_app};
+use crate::support::helpers::{Reply, TestApp, fetch, spawn_app};
 
 /// Routes under `/api/v1` deliberately left out of the document.
 const UNDOCUMENTED: &[(&str, &str)] = &[

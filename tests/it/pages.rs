@@ -11,7 +11,7 @@ use pith::model::Username;
 use pith::store::Store;
 use reqwest::Method;
 
-use crate::helpers::{Reply, TestApp, fetch, spawn_app, spawn_app_limited};
+use crate::support::helpers::{Reply, TestApp, fetch, spawn_app, spawn_app_limited};
 
 /// A browser without JavaScript: keeps cookies, follows no redirects.
 struct Browser<'a> {
@@ -24,7 +24,7 @@ impl<'a> Browser<'a> {
     fn new(app: &'a TestApp) -> Browser<'a> {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .timeout(crate::helpers::REQUEST_TIMEOUT)
+            .timeout(crate::support::helpers::REQUEST_TIMEOUT)
             .build()
             .expect("client");
         Browser { app, client, cookies: HashMap::new() }

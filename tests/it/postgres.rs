@@ -7,9 +7,9 @@ use std::ffi::OsStr;
 
 use serde_json::json;
 
-use crate::child::run_pith;
-use crate::helpers::{assert_error, ids, spawn_pg_app};
-use crate::pg::TestDb;
+use crate::support::child::run_pith;
+use crate::support::helpers::{assert_error, ids, spawn_pg_app};
+use crate::support::pg::TestDb;
 
 #[tokio::test]
 async fn the_api_on_postgres_creates_reads_votes_lists_and_searches() {
@@ -152,7 +152,7 @@ async fn pith_seed_and_user_add_work_on_a_postgres_url() {
     let token = out.lines().last().expect("token").trim().to_owned();
     let row = client.query_one("SELECT id, is_admin FROM users WHERE name = 'root'", &[]).await.expect("root");
     assert_eq!((row.get::<_, i64>(0), row.get::<_, bool>(1)), (1001, true));
-    let app = crate::helpers::spawn_pg_app(&db).await;
+    let app = crate::support::helpers::spawn_pg_app(&db).await;
     let (status, me) = app.send(reqwest::Method::GET, "/api/v1/auth/me", Some(&token), None).await;
     assert_eq!((status, me["name"].clone()), (200, json!("root")), "{me}");
     let (status, topic) =
@@ -275,8 +275,8 @@ struct Node {
 
 impl Node {
     async fn start(url: &str) -> Node {
-        let port = crate::child::free_port();
-        let mut cmd = tokio::process::Command::from(crate::child::pith());
+        let port = crate::support::child::free_port();
+        let mut cmd = tokio::process::Command::from(crate::support::child::pith());
         cmd.args(["serve", "--rate-limits", "false", "--listen", &format!("127.0.0.1:{port}"), "--database", url])
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -284,7 +284,7 @@ impl Node {
             .kill_on_drop(true);
         let mut child = cmd.spawn().expect("spawn pith serve");
         let base = format!("http://127.0.0.1:{port}");
-        let probe = crate::helpers::client();
+        let probe = crate::support::helpers::client();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         loop {
             if let Ok(res) = probe.get(format!("{base}/healthz")).send().await
@@ -305,7 +305,7 @@ async fn two_serve_processes_share_one_postgres_database() {
     let out = pith_ok(&["user", "add", "root", "--admin", "--database", &db.url]).await;
     let token = out.lines().last().expect("token").trim().to_owned();
     let (a, b) = (Node::start(&db.url).await, Node::start(&db.url).await);
-    let http = crate::helpers::client();
+    let http = crate::support::helpers::client();
     let made = http
         .post(format!("{}/api/v1/communities", a.base))
         .bearer_auth(&token)

@@ -8,7 +8,7 @@ use pith::store::sqlite::{SqliteOptions, SqliteStore};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, assert_error, assert_error_shape, fetch, spawn_app};
+use crate::support::helpers::{TestApp, assert_error, assert_error_shape, fetch, spawn_app};
 
 /// `GET /api/v1/search` with `query` (already encoded); the status and JSON.
 async fn search(app: &TestApp, query: &str) -> (u16, Value) {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::child::{Server, user_add};
+use crate::support::child::{Server, user_add};
 
 fn link_in(log: &str) -> Option<String> {
     let at = log.find("/setup/")?;

@@ -288,7 +288,7 @@ async fn the_sqlite_store_tells_the_whole_story_and_keeps_it_across_a_reopen() {
 
 #[tokio::test]
 async fn the_postgres_store_tells_the_whole_story_and_keeps_it_across_a_reconnect() {
-    let db = crate::pg::TestDb::create().await;
+    let db = crate::support::pg::TestDb::create().await;
     let store = db.store().await;
     story(&store).await;
     store.shutdown().await;

@@ -1,5 +1,5 @@
 //! TLS with the real binary: a TLS 1.3 handshake, HTTP/2 over ALPN `h2`,
-//! HTTP/1.1 parked between requests like cleartext (`http::idle`), a live
+//! HTTP/1.1 parked between requests like cleartext (`net::idle`), a live
 //! WebSocket over TLS, and the certificate reloaded on SIGHUP (and kept
 //! when the new files are bad). Certificates are made
 //! at test time with rcgen.
@@ -21,8 +21,8 @@ use tokio_rustls::client::TlsStream;
 use tokio_rustls::rustls::{ClientConfig, ProtocolVersion, RootCertStore};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::child::pith;
-use crate::idle::{GET, responses};
+use crate::support::child::pith;
+use crate::support::raw::{GET, responses};
 
 /// A self-signed certificate for `localhost`, written as PEM files.
 pub struct Cert {
@@ -63,7 +63,7 @@ impl TlsServer {
     }
 
     pub async fn start_with(dir: &Path, trusted: &[&Cert], extra: &[&str]) -> TlsServer {
-        let port = crate::child::free_port();
+        let port = crate::support::child::free_port();
         let log = dir.join("serve.log");
         let child = pith()
             .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
@@ -100,7 +100,7 @@ impl TlsServer {
 
     /// The server's resident memory in bytes.
     pub fn rss(&self) -> u64 {
-        crate::child::rss_of(self.child.id())
+        crate::support::child::rss_of(self.child.id())
     }
 
     pub fn sighup(&self) {
@@ -288,7 +288,7 @@ async fn a_client_that_never_finishes_its_handshake_is_dropped_after_the_header_
     assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "the silent client was not dropped: {read:?}");
 }
 
-/// A TLS keep-alive connection is parked between requests (`http::idle`)
+/// A TLS keep-alive connection is parked between requests (`net::idle`)
 /// with its rustls state kept: it serves requests after pauses, a request
 /// whose head is split by a pause, and pipelined requests.
 #[tokio::test]

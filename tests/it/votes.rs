@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::helpers::{TestApp, assert_error, spawn_app};
+use crate::support::helpers::{TestApp, assert_error, spawn_app};
 
 /// Votes on `what` (`topics` or `posts`) and checks the running score,
 /// then checks the score in the next read of the topic.

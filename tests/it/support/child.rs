@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::helpers::client;
+use crate::support::helpers::client;
 
 const PITH: &str = env!("CARGO_BIN_EXE_pith");
 

@@ -66,7 +66,7 @@ async fn spawn_app_full(dir: tempfile::TempDir, request_timeout: Duration, rate:
 }
 
 /// A server on the fresh PostgreSQL database `db`.
-pub async fn spawn_pg_app(db: &crate::pg::TestDb) -> TestApp<pith::store::postgres::PgStore> {
+pub async fn spawn_pg_app(db: &crate::support::pg::TestDb) -> TestApp<pith::store::postgres::PgStore> {
     let dir = tempfile::tempdir().expect("tempdir");
     serve_store(db.store().await, dir, Duration::from_secs(30), &RateConfig::off()).await
 }

@@ -207,7 +207,10 @@ async fn metrics_off_answers_404_on_the_main_listener() {
     let reply = fetch(client().get(server.url("/metrics"))).await;
     assert_eq!(reply.status, 404);
     assert_error_shape("GET /metrics with --metrics off", &reply.json());
-    assert!(server.log_text().contains(r#"setting=metrics value="off" source=flag"#), "the setting is logged at start");
+    let log = server.log_text();
+    assert!(log.contains("metrics=off (flag --metrics)"), "the setting is logged at start: {log}");
+    assert_eq!(log.matches("not at their defaults").count(), 1, "in one line: {log}");
+    assert!(!log.contains("wal-limit-mb"), "settings at their defaults are not logged: {log}");
 }
 
 #[tokio::test]

@@ -254,6 +254,32 @@ impl Body {
     }
 }
 
+/// A body as written and as rendered to sanitized HTML. The application
+/// core renders Markdown once, in the operation that writes it
+/// (`app::text`); the store keeps both and readers never render.
+#[derive(Debug, Clone)]
+pub struct Text {
+    source: Body,
+    html: String,
+}
+
+impl Text {
+    /// Renders `source` here, on this thread.
+    pub fn render(source: Body) -> Text {
+        let html = crate::markdown::render(source.as_str());
+        Text { source, html }
+    }
+
+    /// The Markdown as written.
+    pub fn as_str(&self) -> &str {
+        self.source.as_str()
+    }
+
+    pub fn html(&self) -> &str {
+        &self.html
+    }
+}
+
 impl Link {
     pub fn parse(s: &str) -> Result<Self, Invalid> {
         check_len("url", s, 1, 2000)?;

@@ -9,10 +9,10 @@ use serde::Deserialize;
 
 use super::extract::{Json, Path};
 use super::topics::{VoteRequest, vote};
-use crate::app::posts::{create_post, delete_post, edit_post};
+use crate::app::posts::{Reply, create_post, delete_post, edit_post};
 use crate::app::{AppResult, AppState, AuthUser, ClientIp};
 use crate::model::{Body, VoteTarget};
-use crate::store::{NewPost, Store};
+use crate::store::Store;
 
 pub fn router<S: Store>() -> Router<AppState<S>> {
     Router::new()
@@ -34,7 +34,7 @@ async fn api_create_post<S: Store>(
     Path(topic_id): Path<i64>,
     Json(req): Json<CreatePost>,
 ) -> AppResult<Response> {
-    let new = NewPost { topic_id, parent_id: req.parent_id, body: Body::parse(&req.body)? };
+    let new = Reply { topic_id, parent_id: req.parent_id, body: Body::parse(&req.body)? };
     let post = create_post(&state, auth.user, ip, new).await?;
     let location = format!("/api/v1/topics/{topic_id}#post-{}", post.id);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], axum::Json(post)).into_response())

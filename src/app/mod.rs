@@ -6,7 +6,8 @@
 //!
 //! - `accounts`: register, log in and out, tokens.
 //! - `topics`, `posts`, `votes`, `moderation`: the writes of the forum.
-//! - `read`: a topic's rendered, cached answer.
+//! - `read`: a topic's rendered, cached answer; `text`: Markdown rendered
+//!   once, in the operation that writes it.
 //! - `apply`: a `Change` applied; `bus`: Changes to and from other nodes.
 //! - `auth`: passwords, tokens, the token cache, the acting user.
 //! - `limits`: rate limits and their settings; `error`: `AppError`.
@@ -21,6 +22,7 @@ pub mod limits;
 pub mod moderation;
 pub mod posts;
 pub mod read;
+pub mod text;
 pub mod topics;
 pub mod votes;
 pub mod web_settings;

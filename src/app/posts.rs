@@ -2,13 +2,22 @@
 //! limits, commits through the store, and hands its `Change` to `apply`.
 
 use super::limits::{Action, ClientIp, Who};
-use super::{AppResult, AppState, apply::apply, commit};
+use super::{AppResult, AppState, apply::apply, commit, text};
 use crate::model::{Body, Change, Post, User};
 use crate::store::{NewPost, Store};
 
-/// Replies to a topic: the rate limit, the write, the live events.
-pub async fn create_post<S: Store>(state: &AppState<S>, user: User, ip: ClientIp, new: NewPost) -> AppResult<Post> {
+/// A reply as a door received it, checked but not yet rendered.
+pub struct Reply {
+    pub topic_id: i64,
+    pub parent_id: Option<i64>,
+    pub body: Body,
+}
+
+/// Replies to a topic: the rate limit, the rendering, the write, the live
+/// events.
+pub async fn create_post<S: Store>(state: &AppState<S>, user: User, ip: ClientIp, reply: Reply) -> AppResult<Post> {
     state.limits.check(Action::Post, ip, Who::User(user.id))?;
+    let new = NewPost { topic_id: reply.topic_id, parent_id: reply.parent_id, body: text::render(reply.body).await? };
     commit(state, move |st| async move {
         let post = st.store.create_post(&user, new).await?;
         apply(&st, Change::PostCreated { notify: post.notify, post: post.clone() });
@@ -19,6 +28,7 @@ pub async fn create_post<S: Store>(state: &AppState<S>, user: User, ip: ClientIp
 
 /// Replaces a post's body.
 pub async fn edit_post<S: Store>(state: &AppState<S>, user: User, id: i64, body: Body) -> AppResult<Post> {
+    let body = text::render(body).await?;
     commit(state, move |st| async move {
         let post = st.store.edit_post(&user, id, body).await?;
         apply(&st, Change::PostEdited { post: post.clone() });

@@ -3,13 +3,26 @@
 //! hands its `Change` to `apply`.
 
 use super::limits::{Action, ClientIp, Who};
-use super::{AppResult, AppState, apply::apply, commit};
+use super::{AppResult, AppState, apply::apply, commit, text};
 use crate::model::{Body, Change, CommunityName, Link, Title, Topic, User};
 use crate::store::{NewTopic, Store};
 
+/// A topic as a door received it, checked but not yet rendered.
+pub struct Submission {
+    pub community: CommunityName,
+    pub title: Title,
+    pub body: Option<Body>,
+    pub url: Option<Link>,
+}
+
 /// A submitted topic's fields, checked; an empty body or link is none.
-pub fn new_topic(community: CommunityName, title: &str, body: Option<&str>, url: Option<&str>) -> AppResult<NewTopic> {
-    Ok(NewTopic {
+pub fn new_topic(
+    community: CommunityName,
+    title: &str,
+    body: Option<&str>,
+    url: Option<&str>,
+) -> AppResult<Submission> {
+    Ok(Submission {
         community,
         title: Title::parse(title)?,
         body: body.filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?,
@@ -17,9 +30,17 @@ pub fn new_topic(community: CommunityName, title: &str, body: Option<&str>, url:
     })
 }
 
-/// Submits a topic: the rate limit, the write, the live event.
-pub async fn create_topic<S: Store>(state: &AppState<S>, user: User, ip: ClientIp, new: NewTopic) -> AppResult<Topic> {
+/// Submits a topic: the rate limit, the rendering, the write, the live
+/// event.
+pub async fn create_topic<S: Store>(
+    state: &AppState<S>,
+    user: User,
+    ip: ClientIp,
+    new: Submission,
+) -> AppResult<Topic> {
     state.limits.check(Action::Post, ip, Who::User(user.id))?;
+    let body = text::render_some(new.body).await?;
+    let new = NewTopic { community: new.community, title: new.title, body, url: new.url };
     commit(state, move |st| async move {
         let topic = st.store.create_topic(&user, new).await?;
         apply(&st, Change::TopicCreated { topic: topic.clone() });
@@ -30,6 +51,7 @@ pub async fn create_topic<S: Store>(state: &AppState<S>, user: User, ip: ClientI
 
 /// Sets or clears (`None`) a topic's body.
 pub async fn edit_topic<S: Store>(state: &AppState<S>, user: User, id: i64, body: Option<Body>) -> AppResult<Topic> {
+    let body = text::render_some(body).await?;
     commit(state, move |st| async move {
         let topic = st.store.edit_topic(&user, id, body).await?;
         apply(&st, Change::TopicChanged { topic_id: id });

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::report::{KindSummary, fmt_ms};
 use super::results::Results;
-use crate::model::{Body, CommunityName, Title, Username};
+use crate::model::{Body, CommunityName, Text, Title, Username};
 use crate::settings::parse_duration;
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 use crate::store::{NewCommunity, NewPost, NewTopic, Store};
@@ -142,7 +142,9 @@ async fn measure(args: &WriteArgs, path: &std::path::Path) -> anyhow::Result<Wri
             let mut results = Results::new();
             while !stop.load(Ordering::Relaxed) {
                 let t = Instant::now();
-                match store.create_post(&user, NewPost { topic_id, parent_id: None, body: body.clone() }).await {
+                // Rendered per write, as the application core renders a reply.
+                let new = NewPost { topic_id, parent_id: None, body: Text::render(body.clone()) };
+                match store.create_post(&user, new).await {
                     Ok(_) => results.record(t.elapsed(), 201, 0),
                     Err(e) => results.record_error(&e.to_string()),
                 }

@@ -1,30 +1,5 @@
-//! HTML the store derives from what users write, for every backend: bodies
-//! rendered from Markdown once, when they are written, and search snippets
-//! with their matches marked.
-
-use crate::model::Body;
-use crate::store::{StoreError, StoreResult};
-
-/// Bodies up to this many bytes are rendered in place: tens of
-/// microseconds. Longer ones go to the blocking pool, so a 40,000-character
-/// post does not hold up an async worker for milliseconds.
-const INLINE_BYTES: usize = 4096;
-
-/// `body` rendered to sanitized HTML (`markdown::render`).
-///
-/// Called by the store's write methods before they hand the write to the
-/// single writer thread: rendering there would make every write queued
-/// behind it wait too.
-pub async fn render(body: &Body) -> StoreResult<String> {
-    let source = body.as_str();
-    if source.len() <= INLINE_BYTES {
-        return Ok(crate::markdown::render(source));
-    }
-    let owned = source.to_owned();
-    tokio::task::spawn_blocking(move || crate::markdown::render(&owned))
-        .await
-        .map_err(|e| StoreError::Internal(format!("rendering a body failed: {e}")))
-}
+//! HTML the store derives for every backend: search snippets with their
+//! matches marked. (Bodies arrive rendered: `model::Text`, `app::text`.)
 
 /// Where a search backend marks the start and end of a match in a snippet.
 /// Control characters: no stored title or body contains them (the model
@@ -81,13 +56,5 @@ mod tests {
     fn stray_and_nested_markers_never_unbalance_the_marks() {
         assert_eq!(snippet_html("\u{2}a\u{1}b\u{1}c"), "a<mark>bc</mark>");
         assert_eq!(snippet_html("\u{1}\u{1}a\u{2}\u{2}"), "<mark>a</mark>");
-    }
-
-    #[tokio::test]
-    async fn a_long_body_renders_off_the_async_worker_the_same_as_a_short_one() {
-        let long = Body::parse(&"*word* ".repeat(2000)).expect("body");
-        assert_eq!(render(&long).await.expect("render"), crate::markdown::render(long.as_str()));
-        let short = Body::parse("<script>x</script>").expect("body");
-        assert!(!render(&short).await.expect("render").contains("<script"));
     }
 }

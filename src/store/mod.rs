@@ -13,8 +13,8 @@ pub mod sqlite;
 use std::future::Future;
 
 use crate::model::{
-    Ban, Body, Community, CommunityName, Invite, Link, ModAction, ModLogEntry, Moderated, Post, Profile, Reason,
-    Report, ReportStatus, SiteSettings, Timestamp, Title, Topic, User, Username, VoteOutcome, VoteTarget,
+    Ban, Community, CommunityName, Invite, Link, ModAction, ModLogEntry, Moderated, Post, Profile, Reason, Report,
+    ReportStatus, SiteSettings, Text, Timestamp, Title, Topic, User, Username, VoteOutcome, VoteTarget,
 };
 
 pub use cursor::Cursor;
@@ -109,12 +109,12 @@ pub struct TopicPage {
     pub next: Option<Cursor>,
 }
 
-/// A topic as submitted.
+/// A topic as submitted, its body rendered.
 #[derive(Debug, Clone)]
 pub struct NewTopic {
     pub community: CommunityName,
     pub title: Title,
-    pub body: Option<Body>,
+    pub body: Option<Text>,
     pub url: Option<Link>,
 }
 
@@ -125,12 +125,12 @@ pub struct NewCommunity {
     pub description: String,
 }
 
-/// A reply as submitted.
+/// A reply as submitted, its body rendered.
 #[derive(Debug, Clone)]
 pub struct NewPost {
     pub topic_id: i64,
     pub parent_id: Option<i64>,
-    pub body: Body,
+    pub body: Text,
 }
 
 /// A ban as a moderator or admin issues it.
@@ -212,10 +212,10 @@ pub trait Store: Send + Sync + 'static {
     fn topic_with_posts(&self, id: i64, sort: PostSort)
     -> impl Future<Output = StoreResult<(Topic, Vec<Post>)>> + Send;
     fn create_topic(&self, author: &User, new: NewTopic) -> impl Future<Output = StoreResult<Topic>> + Send;
-    fn edit_topic(&self, actor: &User, id: i64, body: Option<Body>) -> impl Future<Output = StoreResult<Topic>> + Send;
+    fn edit_topic(&self, actor: &User, id: i64, body: Option<Text>) -> impl Future<Output = StoreResult<Topic>> + Send;
     fn delete_topic(&self, actor: &User, id: i64) -> impl Future<Output = StoreResult<()>> + Send;
     fn create_post(&self, author: &User, new: NewPost) -> impl Future<Output = StoreResult<Post>> + Send;
-    fn edit_post(&self, actor: &User, id: i64, body: Body) -> impl Future<Output = StoreResult<Post>> + Send;
+    fn edit_post(&self, actor: &User, id: i64, body: Text) -> impl Future<Output = StoreResult<Post>> + Send;
     /// Deletes a post; returns its topic id.
     fn delete_post(&self, actor: &User, id: i64) -> impl Future<Output = StoreResult<i64>> + Send;
     /// Full-text search over what the public may read, best match first.

@@ -16,9 +16,10 @@ use super::view::PostView;
 use super::{Ctx, Session, capitalise, error_page, local_path, see_other};
 use crate::app::AppState;
 use crate::app::limits::ClientIp;
+use crate::app::posts::Reply;
 use crate::app::{AppError, AppResult};
 use crate::model::{Body, Post, User};
-use crate::store::{NewPost, PostSort, Store};
+use crate::store::{PostSort, Store};
 
 #[derive(Template)]
 #[template(path = "reply.html")]
@@ -144,7 +145,7 @@ async fn create_reply<S: Store>(
     parent_id: Option<i64>,
     body: &str,
 ) -> AppResult<Post> {
-    let new = NewPost { topic_id, parent_id, body: Body::parse(body)? };
+    let new = Reply { topic_id, parent_id, body: Body::parse(body)? };
     crate::app::posts::create_post(state, user, ip, new).await
 }
 

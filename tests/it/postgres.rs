@@ -347,7 +347,7 @@ async fn two_serve_processes_share_one_postgres_database() {
 /// some as deadlocked (answered 503; found by bench/postgres.sh).
 #[tokio::test]
 async fn concurrent_replies_to_one_topic_all_succeed_and_are_counted() {
-    use pith::model::Body;
+    use pith::model::{Body, Text};
     use pith::store::{NewPost, Store};
     let (_db, store, admin, topic) = topic_fixture("Busy").await;
     let tasks: Vec<_> = (0..64)
@@ -357,7 +357,7 @@ async fn concurrent_replies_to_one_topic_all_succeed_and_are_counted() {
                 let reply = NewPost {
                     topic_id: topic.id,
                     parent_id: None,
-                    body: Body::parse(&format!("reply {i}")).expect("body"),
+                    body: Text::render(Body::parse(&format!("reply {i}")).expect("body")),
                 };
                 store.create_post(&admin, reply).await
             })

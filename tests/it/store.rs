@@ -4,7 +4,7 @@
 
 use pith::app::auth::token_digest;
 use pith::model::SearchHit;
-use pith::model::{Body, CommunityName, Link, Title, Username, VoteTarget};
+use pith::model::{Body, CommunityName, Link, Text, Title, Username, VoteTarget};
 use pith::store::sqlite::{SqliteOptions, SqliteStore};
 use pith::store::{
     ListTopics, NewCommunity, NewPost, NewTopic, PostSort, Search, SearchKind, SearchPage, Store, StoreError,
@@ -19,13 +19,13 @@ fn new_topic(community: &str, title: &str, text: Option<&str>) -> NewTopic {
     NewTopic {
         community: CommunityName::parse(community).expect("name"),
         title: Title::parse(title).expect("title"),
-        body: text.map(body),
+        body: text.map(|t| Text::render(body(t))),
         url: None,
     }
 }
 
 fn reply(topic_id: i64, parent_id: Option<i64>, text: &str) -> NewPost {
-    NewPost { topic_id, parent_id, body: body(text) }
+    NewPost { topic_id, parent_id, body: Text::render(body(text)) }
 }
 
 fn listing(community: Option<&str>, sort: TopicSort, limit: usize) -> ListTopics {
@@ -191,17 +191,18 @@ pub async fn story<S: Store>(store: &S) {
     ));
 
     // Edits: only by the author (or an admin).
-    let refused = store.edit_post(&carol, p2.id, body("hijacked")).await;
+    let refused = store.edit_post(&carol, p2.id, Text::render(body("hijacked"))).await;
     assert!(matches!(refused, Err(StoreError::Forbidden(_))), "{refused:?}");
-    let edited = store.edit_post(&bob, p2.id, body("Which one, exactly?")).await.expect("edit");
+    let edited = store.edit_post(&bob, p2.id, Text::render(body("Which one, exactly?"))).await.expect("edit");
     assert_eq!((edited.id, edited.body.as_str(), edited.score), (p2.id, "Which one, exactly?", 1));
     assert!(edited.edited_at.is_some());
-    let moderated = store.edit_post(&alice, p1.id, body("[link removed]")).await.expect("an admin may edit");
+    let moderated =
+        store.edit_post(&alice, p1.id, Text::render(body("[link removed]"))).await.expect("an admin may edit");
     assert_eq!(moderated.author.as_deref(), Some("carol"));
-    assert!(matches!(store.edit_post(&bob, i64::MAX, body("x")).await, Err(StoreError::NotFound(_))));
-    let refused = store.edit_topic(&carol, cards.id, Some(body("mine now"))).await;
+    assert!(matches!(store.edit_post(&bob, i64::MAX, Text::render(body("x"))).await, Err(StoreError::NotFound(_))));
+    let refused = store.edit_topic(&carol, cards.id, Some(Text::render(body("mine now")))).await;
     assert!(matches!(refused, Err(StoreError::Forbidden(_))), "{refused:?}");
-    let topic = store.edit_topic(&bob, cards.id, Some(body("Which microSD card?"))).await.expect("edit");
+    let topic = store.edit_topic(&bob, cards.id, Some(Text::render(body("Which microSD card?")))).await.expect("edit");
     assert_eq!((topic.body.as_deref(), topic.score, topic.post_count), (Some("Which microSD card?"), 2, 3));
     assert!(topic.edited_at.is_some());
 
@@ -210,7 +211,7 @@ pub async fn story<S: Store>(store: &S) {
     assert!(matches!(refused, Err(StoreError::Forbidden(_))), "{refused:?}");
     assert_eq!(store.delete_post(&bob, p2.id).await.expect("delete"), cards.id);
     assert!(matches!(store.delete_post(&bob, p2.id).await, Err(StoreError::NotFound(_))), "only once");
-    assert!(matches!(store.edit_post(&bob, p2.id, body("back")).await, Err(StoreError::NotFound(_))));
+    assert!(matches!(store.edit_post(&bob, p2.id, Text::render(body("back"))).await, Err(StoreError::NotFound(_))));
     assert!(matches!(store.vote(&carol, VoteTarget::Post(p2.id), 1).await, Err(StoreError::Invalid(_))));
     let (_, posts) = store.topic_with_posts(cards.id, PostSort::Old).await.expect("read");
     let gone = &posts[1];

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use pith::model::{Body, CommunityName, SearchHit, Title, Username};
+use pith::model::{Body, CommunityName, SearchHit, Text, Title, Username};
 use pith::store::sqlite::{SqliteOptions, SqliteStore};
 use pith::store::{NewCommunity, NewPost, NewTopic, Search, SearchKind, Store, StoreError};
 
@@ -71,7 +71,11 @@ async fn a_batch_of_concurrent_writes_is_searchable_exactly_as_stored() {
         let (store, user) = (store.clone(), user.clone());
         async move {
             let body = Body::parse(&format!("first {} text", word("zq", i))).expect("body");
-            store.create_post(&user, NewPost { topic_id, parent_id: None, body }).await.expect("post").id
+            store
+                .create_post(&user, NewPost { topic_id, parent_id: None, body: Text::render(body) })
+                .await
+                .expect("post")
+                .id
         }
     }))
     .await;
@@ -83,7 +87,7 @@ async fn a_batch_of_concurrent_writes_is_searchable_exactly_as_stored() {
                 store.delete_post(&user, id).await.expect("delete");
             } else if i % 3 == 0 {
                 let body = Body::parse(&format!("second {} text", word("yq", i))).expect("body");
-                store.edit_post(&user, id, body).await.expect("edit");
+                store.edit_post(&user, id, Text::render(body)).await.expect("edit");
             }
         }
     }))
@@ -137,7 +141,7 @@ async fn refused_replies_in_a_batch_leave_nothing_and_the_rest_commit() {
                 1 => (topic_id, Some(888_888)), // no such parent
                 _ => (topic_id, None),
             };
-            store.create_post(&user, NewPost { topic_id, parent_id, body }).await
+            store.create_post(&user, NewPost { topic_id, parent_id, body: Text::render(body) }).await
         }
     }))
     .await;

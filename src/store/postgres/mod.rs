@@ -18,12 +18,12 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 
 use crate::model::{
-    Ban, Body, Community, Invite, ModAction, Moderated, Post, Profile, Reason, Report, ReportStatus, SiteSettings,
+    Ban, Community, Invite, ModAction, Moderated, Post, Profile, Reason, Report, ReportStatus, SiteSettings, Text,
     Timestamp, Topic, User, Username, VoteOutcome, VoteTarget,
 };
 use crate::store::{
     ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic, PostSort, ReportPage,
-    Search, SearchPage, Store, StoreResult, TopicPage, html,
+    Search, SearchPage, Store, StoreResult, TopicPage,
 };
 
 use conn::{begin, finish, get, snapshot};
@@ -146,25 +146,17 @@ impl Store for PgStore {
         read!(self, |c| reads::topic_with_posts(c, id, sort))
     }
 
-    // Writes that store a body render it before taking a connection, so no
-    // connection (nor a row lock) is held while rendering.
+    // Bodies come rendered (`model::Text`): no connection (nor a row
+    // lock) is held while rendering.
 
     async fn create_topic(&self, author: &User, new: NewTopic) -> StoreResult<Topic> {
-        let html = match &new.body {
-            Some(body) => Some(html::render(body).await?),
-            None => None,
-        };
         let now = Timestamp::now();
-        write!(self, |c| writes::create_topic(c, author, &new, html.as_deref(), now))
+        write!(self, |c| writes::create_topic(c, author, &new, new.body.as_ref().map(Text::html), now))
     }
 
-    async fn edit_topic(&self, actor: &User, id: i64, body: Option<Body>) -> StoreResult<Topic> {
-        let body = match body {
-            Some(body) => Some((html::render(&body).await?, body)),
-            None => None,
-        };
+    async fn edit_topic(&self, actor: &User, id: i64, body: Option<Text>) -> StoreResult<Topic> {
         let now = Timestamp::now();
-        let body = body.as_ref().map(|(html, source)| (source.as_str(), html.as_str()));
+        let body = body.as_ref().map(|text| (text.as_str(), text.html()));
         write!(self, |c| writes::edit_topic(c, actor, id, body, now))
     }
 
@@ -173,15 +165,13 @@ impl Store for PgStore {
     }
 
     async fn create_post(&self, author: &User, new: NewPost) -> StoreResult<Post> {
-        let html = html::render(&new.body).await?;
         let now = Timestamp::now();
-        write!(self, |c| writes::create_post(c, author, &new, &html, now))
+        write!(self, |c| writes::create_post(c, author, &new, new.body.html(), now))
     }
 
-    async fn edit_post(&self, actor: &User, id: i64, body: Body) -> StoreResult<Post> {
-        let html = html::render(&body).await?;
+    async fn edit_post(&self, actor: &User, id: i64, body: Text) -> StoreResult<Post> {
         let now = Timestamp::now();
-        write!(self, |c| writes::edit_post(c, actor, id, body.as_str(), &html, now))
+        write!(self, |c| writes::edit_post(c, actor, id, body.as_str(), body.html(), now))
     }
 
     async fn delete_post(&self, actor: &User, id: i64) -> StoreResult<i64> {

@@ -23,12 +23,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::model::{
-    Ban, Body, Community, Invite, ModAction, Moderated, Post, Profile, Reason, Report, ReportStatus, SiteSettings,
+    Ban, Community, Invite, ModAction, Moderated, Post, Profile, Reason, Report, ReportStatus, SiteSettings, Text,
     Timestamp, Topic, User, Username, VoteOutcome, VoteTarget,
 };
 use crate::store::{
     ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic, PostSort, ReportPage,
-    Search, SearchPage, Store, StoreError, StoreResult, TopicPage, html,
+    Search, SearchPage, Store, StoreError, StoreResult, TopicPage,
 };
 
 use checkpoint::Checkpointer;
@@ -202,27 +202,19 @@ impl Store for SqliteStore {
         self.readers.read(move |c| reads::topic_with_posts(c, id, sort)).await
     }
 
-    // Writes that store a body render it here, before queueing for the
-    // single writer thread, so no write waits behind another's rendering.
+    // Bodies come rendered (`model::Text`): no write waits on the single
+    // writer thread behind another's rendering.
 
     async fn create_topic(&self, author: &User, new: NewTopic) -> StoreResult<Topic> {
-        let html = match &new.body {
-            Some(body) => Some(html::render(body).await?),
-            None => None,
-        };
         let (author, now) = (author.clone(), Timestamp::now());
-        self.writer.write(move |c| writes::create_topic(c, &author, &new, html.as_deref(), now)).await
+        self.writer.write(move |c| writes::create_topic(c, &author, &new, new.body.as_ref().map(Text::html), now)).await
     }
 
-    async fn edit_topic(&self, actor: &User, id: i64, body: Option<Body>) -> StoreResult<Topic> {
-        let body = match body {
-            Some(body) => Some((html::render(&body).await?, body)),
-            None => None,
-        };
+    async fn edit_topic(&self, actor: &User, id: i64, body: Option<Text>) -> StoreResult<Topic> {
         let (actor, now) = (actor.clone(), Timestamp::now());
         self.writer
             .write(move |c| {
-                let body = body.as_ref().map(|(html, source)| (source.as_str(), html.as_str()));
+                let body = body.as_ref().map(|text| (text.as_str(), text.html()));
                 writes::edit_topic(c, &actor, id, body, now)
             })
             .await
@@ -234,31 +226,29 @@ impl Store for SqliteStore {
     }
 
     async fn create_post(&self, author: &User, new: NewPost) -> StoreResult<Post> {
-        let html = html::render(&new.body).await?;
         let now = Timestamp::now();
         // The writer thread only borrows the inputs, so their memory is
         // freed here, not there: glibc frees a block in the arena of the
         // thread that allocated it, and the writer freeing the runtime's
         // blocks contended for those arenas' locks (perf: futex wakes from
         // `free` on the writer thread). The reply is built here too.
-        let input = std::sync::Arc::new((author.clone(), new, html));
+        let input = std::sync::Arc::new((author.clone(), new));
         let shared = input.clone();
         // `create_post` refuses before its first change: no savepoint needed.
         let (id, replied_to) = self
             .writer
             .write_checked_first(move |c| {
-                let (author, new, html) = &*shared;
-                writes::create_post(c, author, new, html, now)
+                let (author, new) = &*shared;
+                writes::create_post(c, author, new, new.body.html(), now)
             })
             .await?;
-        let (author, new, html) = &*input;
-        Ok(crate::store::common::new_reply(id, author, new, html, now, replied_to))
+        let (author, new) = &*input;
+        Ok(crate::store::common::new_reply(id, author, new, new.body.html(), now, replied_to))
     }
 
-    async fn edit_post(&self, actor: &User, id: i64, body: Body) -> StoreResult<Post> {
-        let html = html::render(&body).await?;
+    async fn edit_post(&self, actor: &User, id: i64, body: Text) -> StoreResult<Post> {
         let (actor, now) = (actor.clone(), Timestamp::now());
-        self.writer.write(move |c| writes::edit_post(c, &actor, id, body.as_str(), &html, now)).await
+        self.writer.write(move |c| writes::edit_post(c, &actor, id, body.as_str(), body.html(), now)).await
     }
 
     async fn delete_post(&self, actor: &User, id: i64) -> StoreResult<i64> {

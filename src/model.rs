@@ -5,6 +5,7 @@
 use serde::{Serialize, Serializer};
 
 mod moderation;
+pub mod policy;
 mod search;
 pub use moderation::*;
 pub use search::SearchHit;

@@ -1,17 +1,24 @@
-//! What both storage backends decide the same way, apart from their SQL:
-//! the refusal a banned user gets, the `Post` a new reply becomes, and how
-//! a listing fetched one row past its limit is cut into a page.
+//! What both storage backends do the same way, apart from their SQL: the
+//! `StoreError` a rule's refusal is answered with (the rules themselves are
+//! `model::policy`), the `Post` a new reply becomes, and how a listing
+//! fetched one row past its limit is cut into a page.
 
+use crate::model::policy::Refusal;
 use crate::model::{Post, Timestamp, Topic, User};
 use crate::store::{Cursor, NewPost, StoreError, TopicPage, TopicSort};
 
-/// The refusal for a ban in force: in `community` (`None`: site-wide),
-/// until `expires_at` (`None`: permanent), with the moderator's reason.
-pub fn banned(community: Option<String>, expires_at: Option<i64>, reason: &str) -> StoreError {
-    let scope = community.map_or_else(|| "this site".to_owned(), |c| format!("community {c}"));
-    let until = expires_at.map_or_else(|| "permanently".to_owned(), |t| format!("until {}", Timestamp(t).rfc3339()));
-    let reason = if reason.is_empty() { String::new() } else { format!(" (reason: {reason})") };
-    StoreError::Denied("banned", format!("you are banned from {scope} {until}{reason}"))
+/// A refusal is the `StoreError` of the same name, with the same message:
+/// the API's answer (code and message) is the rule's.
+impl From<Refusal> for StoreError {
+    fn from(refusal: Refusal) -> StoreError {
+        match refusal {
+            Refusal::NotFound(what) => StoreError::NotFound(what),
+            Refusal::Conflict(message) => StoreError::Conflict(message.into()),
+            Refusal::Forbidden(message) => StoreError::Forbidden(message),
+            Refusal::Denied(code, message) => StoreError::Denied(code, message),
+            Refusal::Invalid(message) => StoreError::Invalid(message),
+        }
+    }
 }
 
 /// The reply just stored as `id`; `replied_to` (the parent's or the
@@ -48,4 +55,33 @@ pub fn topic_page(mut rows: Vec<(Topic, f64)>, limit: usize, sort: TopicSort) ->
         None
     };
     TopicPage { topics: rows.into_iter().map(|(t, _)| t).collect(), next }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_becomes_the_store_error_of_the_same_name_and_message() {
+        for refusal in [
+            Refusal::NotFound("topic"),
+            Refusal::Conflict("taken"),
+            Refusal::Forbidden("not yours"),
+            Refusal::Denied("banned", "you are banned".into()),
+            Refusal::Invalid("bad parent".into()),
+        ] {
+            let message = refusal.to_string();
+            let error = StoreError::from(refusal.clone());
+            assert_eq!(error.to_string(), message);
+            let same = match (&refusal, &error) {
+                (Refusal::NotFound(a), StoreError::NotFound(b)) => a == b,
+                (Refusal::Conflict(a), StoreError::Conflict(b)) => a == b,
+                (Refusal::Forbidden(a), StoreError::Forbidden(b)) => a == b,
+                (Refusal::Denied(a, _), StoreError::Denied(b, _)) => a == b,
+                (Refusal::Invalid(a), StoreError::Invalid(b)) => a == b,
+                _ => false,
+            };
+            assert!(same, "{refusal:?} became {error:?}");
+        }
+    }
 }

@@ -7,8 +7,9 @@ use deadpool_postgres::GenericClient;
 
 use super::conn::{col, exec, one};
 use super::writes;
+use crate::model::policy;
 use crate::model::{Timestamp, User, Username};
-use crate::store::{StoreError, StoreResult};
+use crate::store::StoreResult;
 
 /// Any number fixed for "the first-admin check"; advisory locks are keyed
 /// by integers.
@@ -26,8 +27,6 @@ pub async fn create_first_admin(
     now: Timestamp,
 ) -> StoreResult<User> {
     exec(c, "SELECT pg_advisory_xact_lock($1)", &[&FIRST_ADMIN_LOCK]).await?;
-    if has_admin(c).await? {
-        return Err(StoreError::Conflict("the site already has an administrator".into()));
-    }
+    policy::may_create_first_admin(has_admin(c).await?)?;
     writes::create_user(c, name, Some(hash), true, now).await
 }

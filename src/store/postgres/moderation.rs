@@ -1,12 +1,14 @@
-//! Moderation's SQL: who may moderate, moderators, removals and locks, bans
-//! and the public log (reports are in `reports`). A permission check and
-//! the action it allows run in one transaction.
+//! Moderation's SQL: the facts its rules ask for (`model::policy`: who
+//! moderates, bans on record), moderators, removals and locks, bans and the
+//! public log (reports are in `reports`). A rule's facts and the action it
+//! allows are read and written in one transaction.
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 use super::conn::{all, col, exec, one, opt};
 use super::{reads, writes};
+use crate::model::policy::{self, BanFacts, BanTarget, BanTerm, Standing};
 use crate::model::{Ban, ModAction, ModLogEntry, Moderated, Reason, Timestamp, User};
 use crate::store::{ListModLog, ModLogPage, NewBan, StoreError, StoreResult};
 
@@ -15,49 +17,42 @@ pub async fn is_moderator(c: &impl GenericClient, user_id: i64, community_id: i6
     Ok(opt(c, sql, &[&community_id, &user_id]).await?.is_some())
 }
 
-/// Site admins moderate everywhere; moderators in their communities.
-pub async fn can_moderate(c: &impl GenericClient, user: &User, community_id: i64) -> StoreResult<bool> {
-    Ok(user.is_admin || is_moderator(c, user.id, community_id).await?)
+/// Whether `user` is an appointed moderator of the community, read only
+/// when a rule asks (`policy::needs_is_moderator`).
+pub(super) async fn appointed(c: &impl GenericClient, user: &User, community_id: i64) -> StoreResult<bool> {
+    Ok(policy::needs_is_moderator(user) && is_moderator(c, user.id, community_id).await?)
 }
 
-/// For a moderation write: the actor moderates the community and is not
-/// banned from it (or from the site).
-pub(super) async fn require_moderator(
-    c: &impl GenericClient,
-    actor: &User,
-    community_id: i64,
-    now: Timestamp,
-) -> StoreResult<()> {
-    if !can_moderate(c, actor, community_id).await? {
-        return Err(StoreError::Forbidden("only moderators of this community may do this"));
-    }
-    check_ban(c, actor, Some(community_id), now).await
+/// What the moderation rules ask of `user` in the community: appointed
+/// there, and their bans.
+pub(super) async fn standing(c: &impl GenericClient, user: &User, community_id: i64) -> StoreResult<Standing> {
+    let is_moderator = appointed(c, user, community_id).await?;
+    Ok(Standing { is_moderator, bans: ban_facts(c, user, community_id).await? })
 }
 
-/// Refuses a write by a user banned from the community (or the site)
-/// whose ban has not expired; expiry is compared with `now`.
-pub async fn check_ban(
-    c: &impl GenericClient,
-    user: &User,
-    community_id: Option<i64>,
-    now: Timestamp,
-) -> StoreResult<()> {
-    if user.is_admin {
-        return Ok(()); // administrators cannot be banned
+/// The bans on record against `user` from the site and from the community,
+/// in force or expired (`policy::not_banned` compares expiry with `now`);
+/// none read when bans do not matter (`policy::needs_bans`).
+pub async fn ban_facts(c: &impl GenericClient, user: &User, community_id: i64) -> StoreResult<BanFacts> {
+    let mut facts = BanFacts::default();
+    if !policy::needs_bans(user) {
+        return Ok(facts);
     }
-    let ban = opt(
+    let rows = all(
         c,
         "SELECT c.name, b.expires_at, b.reason FROM bans b LEFT JOIN communities c ON c.id = b.community_id \
-         WHERE b.user_id = $1 AND (b.community_id IS NULL OR b.community_id = $2) \
-         AND (b.expires_at IS NULL OR b.expires_at > $3) \
-         ORDER BY b.community_id IS NOT NULL LIMIT 1",
-        &[&user.id, &community_id, &now.0],
+         WHERE b.user_id = $1 AND (b.community_id IS NULL OR b.community_id = $2)",
+        &[&user.id, &community_id],
     )
     .await?;
-    let Some(ban) = ban else { return Ok(()) };
-    let (community, expires_at, reason): (Option<String>, Option<i64>, String) =
-        (col(&ban, 0)?, col(&ban, 1)?, col(&ban, 2)?);
-    Err(crate::store::common::banned(community, expires_at, &reason))
+    for row in &rows {
+        let term = BanTerm { expires_at: col::<Option<i64>>(row, 1)?.map(Timestamp), reason: col(row, 2)? };
+        match col::<Option<String>>(row, 0)? {
+            None => facts.site = Some(term),
+            Some(community) => facts.community = Some((community, term)),
+        }
+    }
+    Ok(facts)
 }
 
 /// One line for the moderation log.
@@ -123,9 +118,7 @@ pub async fn set_moderator(
     appoint: bool,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    if !actor.is_admin {
-        return Err(StoreError::Forbidden("only site administrators may appoint or remove moderators"));
-    }
+    policy::may_appoint_moderators(actor)?;
     let community_id = reads::community_id(c, community).await?;
     let (user_id, _) = user_by_name(c, username).await?;
     let changed = if appoint {
@@ -192,7 +185,7 @@ pub async fn moderate(
         }
     };
     let community_id: i64 = col(&one(c, "SELECT community_id FROM topics WHERE id = $1", &[&topic_id]).await?, 0)?;
-    require_moderator(c, actor, community_id, now).await?;
+    policy::may_moderate(actor, &standing(c, actor, community_id).await?, now)?;
     let (table, id) = match post_id {
         Some(id) => ("posts", id),
         None => ("topics", topic_id),
@@ -232,30 +225,23 @@ async fn ban_scope(
     community: Option<&str>,
     now: Timestamp,
 ) -> StoreResult<Option<i64>> {
-    match community {
-        Some(name) => {
-            let id = reads::community_id(c, name).await?;
-            require_moderator(c, actor, id, now).await?;
-            Ok(Some(id))
-        }
-        None if actor.is_admin => Ok(None),
-        None => Err(StoreError::Forbidden("only site administrators may ban from the whole site")),
-    }
+    let Some(name) = community else {
+        policy::may_ban(actor, None, now)?;
+        return Ok(None);
+    };
+    let id = reads::community_id(c, name).await?;
+    policy::may_ban(actor, Some(&standing(c, actor, id).await?), now)?;
+    Ok(Some(id))
 }
 
 pub async fn ban(c: &impl GenericClient, actor: &User, new: &NewBan, now: Timestamp) -> StoreResult<Ban> {
     let community_id = ban_scope(c, actor, new.community.as_deref(), now).await?;
     let (user_id, is_admin) = user_by_name(c, &new.username).await?;
-    if is_admin {
-        return Err(StoreError::Forbidden("site administrators cannot be banned"));
-    }
-    if let Some(community) = community_id
-        && is_moderator(c, user_id, community).await?
-    {
-        return Err(StoreError::Forbidden(
-            "a moderator cannot be banned from their community; an administrator must remove them as moderator first",
-        ));
-    }
+    let is_moderator = match community_id {
+        Some(community) => is_moderator(c, user_id, community).await?,
+        None => false,
+    };
+    policy::may_be_banned(BanTarget { is_admin, is_moderator })?;
     // Banning again replaces the ban (a new reason or expiry).
     exec(
         c,
@@ -295,16 +281,26 @@ pub async fn unban(
 ) -> StoreResult<()> {
     let community_id = ban_scope(c, actor, community, now).await?;
     let (user_id, _) = user_by_name(c, username).await?;
-    let lifted = exec(
+    // FOR UPDATE: of two unbans at once, the second waits, then finds the
+    // ban gone.
+    let row = opt(
         c,
-        "DELETE FROM bans WHERE user_id = $1 AND coalesce(community_id, 0) = coalesce($2::bigint, 0) \
-         AND (expires_at IS NULL OR expires_at > $3)",
-        &[&user_id, &community_id, &now.0],
+        "SELECT expires_at, reason FROM bans \
+         WHERE user_id = $1 AND coalesce(community_id, 0) = coalesce($2::bigint, 0) FOR UPDATE",
+        &[&user_id, &community_id],
     )
     .await?;
-    if lifted == 0 {
-        return Err(StoreError::NotFound("ban"));
-    }
+    let ban = match row {
+        Some(r) => Some(BanTerm { expires_at: col::<Option<i64>>(&r, 0)?.map(Timestamp), reason: col(&r, 1)? }),
+        None => None,
+    };
+    policy::may_lift(ban.as_ref(), now)?;
+    exec(
+        c,
+        "DELETE FROM bans WHERE user_id = $1 AND coalesce(community_id, 0) = coalesce($2::bigint, 0)",
+        &[&user_id, &community_id],
+    )
+    .await?;
     LogLine {
         community_id,
         action: "unban",
@@ -341,16 +337,14 @@ pub async fn bans(
     now: Timestamp,
 ) -> StoreResult<Vec<Ban>> {
     let community_id = match community {
-        Some(name) => {
-            let id = reads::community_id(c, name).await?;
-            if !can_moderate(c, actor, id).await? {
-                return Err(StoreError::Forbidden("only moderators of this community may see its bans"));
-            }
-            Some(id)
-        }
-        None if actor.is_admin => None,
-        None => return Err(StoreError::Forbidden("only site administrators may see site bans")),
+        Some(name) => Some(reads::community_id(c, name).await?),
+        None => None,
     };
+    let moderates = match community_id {
+        Some(id) => Some(appointed(c, actor, id).await?),
+        None => None,
+    };
+    policy::may_see_bans(actor, moderates)?;
     let scope =
         if community_id.is_some() { "b.community_id = $1" } else { "b.community_id IS NULL AND $1::bigint IS NULL" };
     let sql = format!("{BAN_SQL} WHERE {scope} AND (b.expires_at IS NULL OR b.expires_at > $2) ORDER BY b.id DESC");

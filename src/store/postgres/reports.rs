@@ -6,8 +6,9 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 use super::conn::{all, col, exec, is_unique_violation, map_err, opt};
-use super::moderation::{can_moderate, check_ban, page, require_moderator};
-use super::reads;
+use super::moderation::{appointed, ban_facts, page, standing};
+use super::{reads, writes};
+use crate::model::policy::{self, Kind};
 use crate::model::{Reason, Report, ReportStatus, Timestamp, User, VoteTarget};
 use crate::store::{ListReports, ReportPage, StoreError, StoreResult};
 
@@ -46,32 +47,11 @@ pub async fn report(
     reason: &Reason,
     now: Timestamp,
 ) -> StoreResult<Report> {
-    // (topic, community, item gone, topic removed)
-    let (sql, id, what) = match target {
-        VoteTarget::Topic(id) => {
-            ("SELECT id, community_id, deleted OR removed, removed FROM topics WHERE id = $1", id, "topic")
-        }
-        VoteTarget::Post(id) => (
-            "SELECT p.topic_id, t.community_id, p.deleted OR p.removed OR t.deleted, t.removed \
-             FROM posts p JOIN topics t ON t.id = p.topic_id WHERE p.id = $1",
-            id,
-            "post",
-        ),
-    };
-    let row = match opt(c, sql, &[&id]).await? {
-        Some(r) => (col::<i64>(&r, 0)?, col::<i64>(&r, 1)?, col::<bool>(&r, 2)?, col::<bool>(&r, 3)?),
-        None => return Err(StoreError::NotFound(what)),
-    };
-    let (topic_id, community_id, gone) = match row {
-        // A removed topic is hidden from the public: nothing to report.
-        (_, _, _, true) => return Err(StoreError::NotFound(what)),
-        (t, c, gone, false) => (t, c, gone),
-    };
-    if gone {
-        return Err(StoreError::Invalid(format!("the {what} is already deleted or removed")));
-    }
-    check_ban(c, reporter, Some(community_id), now).await?;
-    let post_id = matches!(target, VoteTarget::Post(_)).then_some(id);
+    let item = writes::item(c, target, writes::Lock::None).await?;
+    let community_id = item.facts.community_id();
+    policy::may_report(reporter, &item.facts, &ban_facts(c, reporter, community_id).await?, now)?;
+    let (topic_id, what) = (item.topic_id, item.facts.kind.name());
+    let post_id = (item.facts.kind == Kind::Post).then_some(item.id);
     let st = c
         .prepare_cached(
             "INSERT INTO reports (community_id, topic_id, post_id, reporter_id, reason, created_at) \
@@ -93,9 +73,7 @@ pub async fn report(
 /// A community's reports for its moderators.
 pub async fn reports(c: &impl GenericClient, actor: &User, q: &ListReports) -> StoreResult<ReportPage> {
     let community_id = reads::community_id(c, &q.community).await?;
-    if !can_moderate(c, actor, community_id).await? {
-        return Err(StoreError::Forbidden("only moderators of this community may see its reports"));
-    }
+    policy::may_see_reports(actor, appointed(c, actor, community_id).await?)?;
     let (filter, status) = match q.status {
         Some(s) => ("r.status = $2", s.as_str()),
         None => ("$2::text = $2::text", ""),
@@ -119,14 +97,12 @@ pub async fn resolve_report(
     status: ReportStatus,
     now: Timestamp,
 ) -> StoreResult<Report> {
-    if status == ReportStatus::Open {
-        return Err(StoreError::Invalid("status must be resolved or dismissed".into()));
-    }
+    policy::valid_resolution(status)?;
     let community_id: i64 = match opt(c, "SELECT community_id FROM reports WHERE id = $1 FOR UPDATE", &[&id]).await? {
         Some(r) => col(&r, 0)?,
         None => return Err(StoreError::NotFound("report")),
     };
-    require_moderator(c, actor, community_id, now).await?;
+    policy::may_moderate(actor, &standing(c, actor, community_id).await?, now)?;
     exec(
         c,
         "UPDATE reports SET status = $1, resolved_by = $2, resolved_at = $3 WHERE id = $4",

@@ -7,8 +7,9 @@ use deadpool_postgres::GenericClient;
 
 use super::conn::{col, exec, one, opt};
 use super::writes;
+use crate::model::policy::{self, Admission, InviteFacts};
 use crate::model::{Invite, RegistrationMode, SiteSettings, Timestamp, User, Username};
-use crate::store::{StoreError, StoreResult};
+use crate::store::StoreResult;
 
 pub async fn settings(c: &impl GenericClient) -> StoreResult<SiteSettings> {
     let mode: Option<String> = match opt(c, "SELECT registration FROM site WHERE id = 1", &[]).await? {
@@ -21,9 +22,7 @@ pub async fn settings(c: &impl GenericClient) -> StoreResult<SiteSettings> {
 }
 
 pub async fn set_settings(c: &impl GenericClient, actor: &User, new: SiteSettings) -> StoreResult<SiteSettings> {
-    if !actor.is_admin {
-        return Err(StoreError::Forbidden("only site administrators may change the site's settings"));
-    }
+    policy::may_change_site(actor)?;
     exec(
         c,
         "INSERT INTO site (id, registration) VALUES (1, $1) \
@@ -41,9 +40,7 @@ pub async fn create_invite(
     expires_at: Option<Timestamp>,
     now: Timestamp,
 ) -> StoreResult<Invite> {
-    if creator.is_some_and(|u| !u.is_admin) {
-        return Err(StoreError::Forbidden("only site administrators may create invites"));
-    }
+    policy::may_create_invite(creator)?;
     let row = one(
         c,
         "INSERT INTO invites (code_hash, created_by, created_at, expires_at) VALUES ($1, $2, $3, $4) RETURNING id",
@@ -60,51 +57,43 @@ pub async fn register_user(
     invite_hash: Option<&[u8; 32]>,
     now: Timestamp,
 ) -> StoreResult<User> {
-    let mode = settings(c).await?.registration;
-    if let Some((code, message)) = mode.refusal(invite_hash.is_some()) {
-        return Err(StoreError::Denied(code, message.into()));
-    }
-    let invite: Option<i64> = match invite_hash {
-        Some(hash) if mode == RegistrationMode::Invite => {
+    let admission = policy::may_register(settings(c).await?.registration, invite_hash.is_some())?;
+    let invite: Option<(i64, InviteFacts)> = match invite_hash {
+        Some(hash) if admission == Admission::ByInvite => {
             // Looked up by its SHA-256: the code itself is never stored.
             // FOR UPDATE: a second registration with the same code waits,
             // then finds it used.
             let row = opt(
                 c,
-                "SELECT id FROM invites WHERE code_hash = $1 AND used_by IS NULL \
-                 AND (expires_at IS NULL OR expires_at > $2) FOR UPDATE",
-                &[&&hash[..], &now.0],
+                "SELECT id, used_by IS NOT NULL, expires_at FROM invites WHERE code_hash = $1 FOR UPDATE",
+                &[&&hash[..]],
             )
             .await?;
-            match row {
-                Some(r) => Some(col(&r, 0)?),
-                None => {
-                    return Err(StoreError::Denied(
-                        "invalid_invite",
-                        "the invite code is unknown, already used or expired".into(),
-                    ));
+            let invite = match row {
+                Some(r) => {
+                    let expires_at = col::<Option<i64>>(&r, 2)?.map(Timestamp);
+                    Some((col(&r, 0)?, InviteFacts { used: col(&r, 1)?, expires_at }))
                 }
-            }
+                None => None,
+            };
+            policy::may_use_invite(invite.as_ref().map(|(_, facts)| facts), now)?;
+            invite
         }
         // In open mode a code is not needed, and not used up.
         _ => None,
     };
     let user = writes::create_user(c, name, Some(password_hash), false, now).await?;
-    if let Some(id) = invite {
+    if let Some((id, facts)) = invite {
         // `used_by IS NULL` again: under READ COMMITTED a waiter re-checks
-        // the locked row; a code used meanwhile changes nothing here.
+        // the locked row; a code used meanwhile changes nothing here, and
+        // is refused as used.
         let used = exec(
             c,
             "UPDATE invites SET used_by = $1, used_at = $2 WHERE id = $3 AND used_by IS NULL",
             &[&user.id, &now.0, &id],
         )
         .await?;
-        if used == 0 {
-            return Err(StoreError::Denied(
-                "invalid_invite",
-                "the invite code is unknown, already used or expired".into(),
-            ));
-        }
+        policy::may_use_invite(Some(&InviteFacts { used: used == 0, ..facts }), now)?;
     }
     Ok(user)
 }

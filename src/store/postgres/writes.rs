@@ -1,15 +1,17 @@
 //! Write operations, each run inside the transaction its `Store` method
-//! opened. Authorisation checks that depend on stored state (is this the
-//! author?) happen here, in the same transaction as the write; a write
-//! that reads what it then changes (a vote and its score) locks the row it
-//! reads first (`FOR UPDATE`), so concurrent writers queue on it instead
-//! of losing an update.
+//! opened. The facts a rule of `model::policy` decides on (is this the
+//! author? is the topic locked?) are read here, in the same transaction as
+//! the write the rule allows; a write that reads what it then changes (a
+//! vote and its score) locks the row it reads first (`FOR UPDATE`), so
+//! concurrent writers queue on it instead of losing an update.
 
 use deadpool_postgres::GenericClient;
+use tokio_postgres::Row;
 
 use super::conn::{col, exec, exec_raw, is_unique_violation, map_err, one, opt};
-use super::moderation::{can_moderate, check_ban};
+use super::moderation::{ban_facts, is_moderator};
 use super::reads;
+use crate::model::policy::{self, ItemFacts, Kind, Standing, TopicFacts};
 use crate::model::{Community, Post, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank};
 use crate::store::{NewCommunity, NewPost, NewTopic, StoreError, StoreResult};
 
@@ -50,9 +52,7 @@ pub async fn create_community(
     new: &NewCommunity,
     now: Timestamp,
 ) -> StoreResult<Community> {
-    if !creator.is_admin {
-        return Err(StoreError::Forbidden("only site administrators may create communities"));
-    }
+    policy::may_create_community(creator)?;
     let st = c
         .prepare_cached(
             "INSERT INTO communities (name, title, description, created_by, created_at) \
@@ -89,7 +89,7 @@ pub async fn create_topic(
     now: Timestamp,
 ) -> StoreResult<Topic> {
     let community_id = reads::community_id(c, new.community.as_str()).await?;
-    check_ban(c, author, Some(community_id), now).await?;
+    policy::may_create_topic(author, &ban_facts(c, author, community_id).await?, now)?;
     let row = one(
         c,
         "INSERT INTO topics (community_id, author_id, title, body, body_html, url, created_at, hot) \
@@ -109,43 +109,81 @@ pub async fn create_topic(
     reads::topic(c, col(&row, 0)?).await
 }
 
-/// Why a user touches their own item.
-#[derive(Clone, Copy)]
-enum Change {
-    /// At this time (for ban expiry).
-    Edit(Timestamp),
-    Delete,
+/// A topic's facts from its columns `deleted, removed, locked, author_id,
+/// community_id`, the first at `at`.
+fn topic_facts(r: &Row, at: usize) -> StoreResult<TopicFacts> {
+    Ok(TopicFacts {
+        deleted: col(r, at)?,
+        removed: col(r, at + 1)?,
+        locked: col(r, at + 2)?,
+        author_id: col(r, at + 3)?,
+        community_id: col(r, at + 4)?,
+    })
 }
 
-/// Loads who wrote an item, failing when it is gone or `actor` may not
-/// change it. An edit is also refused when a moderator removed the item
-/// or the author is banned. Locks the item's row until the change commits.
-async fn check_owner(c: &impl GenericClient, is_topic: bool, id: i64, actor: &User, change: Change) -> StoreResult<()> {
-    let (what, sql) = if is_topic {
-        ("topic", "SELECT author_id, deleted, removed, community_id FROM topics WHERE id = $1 FOR UPDATE")
-    } else {
-        (
-            "post",
-            // A post in a removed topic is as hidden as the topic.
-            "SELECT p.author_id, p.deleted, p.removed OR t.removed, t.community_id FROM posts p \
-             JOIN topics t ON t.id = p.topic_id WHERE p.id = $1 FOR UPDATE OF p",
-        )
+/// A topic or post as the rules see it, with what its writer needs besides.
+pub(super) struct Item {
+    pub id: i64,
+    pub topic_id: i64,
+    pub created_at: i64,
+    pub facts: ItemFacts,
+}
+
+/// Whether `item` locks the row it reads until the transaction ends.
+#[derive(Clone, Copy)]
+pub(super) enum Lock {
+    None,
+    /// For a write that changes the item (`FOR UPDATE`, of the post only).
+    Update,
+}
+
+// An item's columns: its topic's id, its creation time, its topic's facts
+// (`topic_facts`), then for a post its author, deleted and removed. Macros,
+// so `concat!` can append the lock.
+macro_rules! topic_item {
+    () => {
+        "SELECT id, created_at, deleted, removed, locked, author_id, community_id FROM topics WHERE id = $1"
     };
-    let row = match opt(c, sql, &[&id]).await? {
-        Some(r) => (col::<i64>(&r, 0)?, col::<bool>(&r, 1)?, col::<bool>(&r, 2)?, col::<i64>(&r, 3)?),
-        None => return Err(StoreError::NotFound(what)),
+}
+
+macro_rules! post_item {
+    () => {
+        "SELECT p.topic_id, p.created_at, t.deleted, t.removed, t.locked, t.author_id, t.community_id, \
+         p.author_id, p.deleted, p.removed FROM posts p JOIN topics t ON t.id = p.topic_id WHERE p.id = $1"
     };
-    match row {
-        (_, true, _, _) => Err(StoreError::NotFound(what)),
-        (author, ..) if author != actor.id && !actor.is_admin => {
-            Err(StoreError::Forbidden("only the author may change this"))
-        }
-        (_, _, removed, community_id) => match change {
-            Change::Edit(_) if removed => Err(StoreError::Forbidden("a moderator removed this; it cannot be edited")),
-            Change::Edit(now) => check_ban(c, actor, Some(community_id), now).await,
-            Change::Delete => Ok(()),
-        },
-    }
+}
+
+/// The topic or post `target` names; `NotFound` when there is none.
+pub(super) async fn item(c: &impl GenericClient, target: VoteTarget, lock: Lock) -> StoreResult<Item> {
+    let (id, kind, sql) = match (target, lock) {
+        (VoteTarget::Topic(id), Lock::None) => (id, Kind::Topic, topic_item!()),
+        (VoteTarget::Topic(id), Lock::Update) => (id, Kind::Topic, concat!(topic_item!(), " FOR UPDATE")),
+        (VoteTarget::Post(id), Lock::None) => (id, Kind::Post, post_item!()),
+        (VoteTarget::Post(id), Lock::Update) => (id, Kind::Post, concat!(post_item!(), " FOR UPDATE OF p")),
+    };
+    let Some(r) = opt(c, sql, &[&id]).await? else {
+        return Err(StoreError::NotFound(kind.name()));
+    };
+    let topic = topic_facts(&r, 2)?;
+    let facts = match kind {
+        Kind::Topic => ItemFacts::of_topic(topic),
+        Kind::Post => ItemFacts { kind, author_id: col(&r, 7)?, deleted: col(&r, 8)?, removed: col(&r, 9)?, topic },
+    };
+    Ok(Item { id, topic_id: col(&r, 0)?, created_at: col(&r, 1)?, facts })
+}
+
+/// Refuses an edit of `target` that `actor` may not make; locks the item's
+/// row until the edit commits.
+async fn check_edit(c: &impl GenericClient, actor: &User, target: VoteTarget, now: Timestamp) -> StoreResult<()> {
+    let item = item(c, target, Lock::Update).await?;
+    let bans = ban_facts(c, actor, item.facts.community_id()).await?;
+    Ok(policy::may_edit(actor, &item.facts, &bans, now)?)
+}
+
+/// Refuses a deletion of `target` that `actor` may not make; locks the
+/// item's row until the deletion commits.
+async fn check_delete(c: &impl GenericClient, actor: &User, target: VoteTarget) -> StoreResult<()> {
+    Ok(policy::may_delete(actor, &item(c, target, Lock::Update).await?.facts)?)
 }
 
 /// `body` is the source and its rendered HTML, `None` to clear it.
@@ -156,7 +194,7 @@ pub async fn edit_topic(
     body: Option<(&str, &str)>,
     now: Timestamp,
 ) -> StoreResult<Topic> {
-    check_owner(c, true, id, actor, Change::Edit(now)).await?;
+    check_edit(c, actor, VoteTarget::Topic(id), now).await?;
     let (source, html) = body.unzip();
     exec(
         c,
@@ -168,7 +206,7 @@ pub async fn edit_topic(
 }
 
 pub async fn delete_topic(c: &impl GenericClient, actor: &User, id: i64) -> StoreResult<()> {
-    check_owner(c, true, id, actor, Change::Delete).await?;
+    check_delete(c, actor, VoteTarget::Topic(id)).await?;
     exec(c, "UPDATE topics SET deleted = true, body = NULL, body_html = NULL, url = NULL WHERE id = $1", &[&id])
         .await?;
     Ok(())
@@ -192,34 +230,24 @@ pub async fn create_post(
         &[&new.topic_id],
     )
     .await?;
-    let Some(topic) = topic else {
-        return Err(StoreError::NotFound("topic"));
+    let topic = match topic {
+        Some(r) => topic_facts(&r, 0)?,
+        None => return Err(StoreError::NotFound("topic")),
     };
-    let (deleted, removed, locked): (bool, bool, bool) = (col(&topic, 0)?, col(&topic, 1)?, col(&topic, 2)?);
-    let (topic_author, community_id): (i64, i64) = (col(&topic, 3)?, col(&topic, 4)?);
-    if deleted {
-        return Err(StoreError::Invalid("the topic has been deleted".into()));
-    }
-    if removed {
-        return Err(StoreError::Invalid("the topic has been removed by a moderator".into()));
-    }
-    check_ban(c, author, Some(community_id), now).await?;
-    // Moderators may still reply in a locked topic (to explain the lock).
-    if locked && !can_moderate(c, author, community_id).await? {
-        return Err(StoreError::Denied("topic_locked", "the topic is locked: it takes no new replies".into()));
-    }
+    let bans = ban_facts(c, author, topic.community_id).await?;
+    let is_moderator =
+        policy::reply_needs_is_moderator(author, &topic) && is_moderator(c, author.id, topic.community_id).await?;
+    policy::may_reply(author, &topic, &Standing { is_moderator, bans }, now)?;
     // Whose reply this is: the parent post's author, else the topic's.
-    let mut replied_to = Some(topic_author);
+    let mut replied_to = Some(topic.author_id);
     if let Some(parent) = new.parent_id {
-        let row = opt(c, "SELECT topic_id, author_id, deleted FROM posts WHERE id = $1", &[&parent]).await?;
-        match row {
-            Some(r) if col::<i64>(&r, 0)? == new.topic_id => {
-                replied_to = (!col::<bool>(&r, 2)?).then_some(col::<i64>(&r, 1)?);
-            }
-            _ => {
-                return Err(StoreError::Invalid(format!("parent_id {parent} is not a post in topic {}", new.topic_id)));
-            }
-        }
+        let parent_row =
+            match opt(c, "SELECT topic_id, author_id, deleted FROM posts WHERE id = $1", &[&parent]).await? {
+                Some(r) => Some((col::<i64>(&r, 0)?, col::<i64>(&r, 1)?, col::<bool>(&r, 2)?)),
+                None => None,
+            };
+        policy::valid_parent(new.topic_id, parent, parent_row.map(|(topic_id, ..)| topic_id))?;
+        replied_to = parent_row.filter(|&(.., deleted)| !deleted).map(|(_, author, _)| author);
     }
     let row = one(
         c,
@@ -249,14 +277,14 @@ pub async fn edit_post(
     html: &str,
     now: Timestamp,
 ) -> StoreResult<Post> {
-    check_owner(c, false, id, actor, Change::Edit(now)).await?;
+    check_edit(c, actor, VoteTarget::Post(id), now).await?;
     exec(c, "UPDATE posts SET body = $1, body_html = $2, edited_at = $3 WHERE id = $4", &[&body, &html, &now.0, &id])
         .await?;
     post(c, id).await
 }
 
 pub async fn delete_post(c: &impl GenericClient, actor: &User, id: i64) -> StoreResult<i64> {
-    check_owner(c, false, id, actor, Change::Delete).await?;
+    check_delete(c, actor, VoteTarget::Post(id)).await?;
     exec(c, "UPDATE posts SET deleted = true, body = '', body_html = '' WHERE id = $1", &[&id]).await?;
     Ok(post(c, id).await?.topic_id)
 }
@@ -274,22 +302,9 @@ pub async fn vote(
     };
     // The voted row is locked first: votes on one item queue there, so
     // each reads the previous one's vote and score.
-    let sql = if kind == 0 {
-        "SELECT id, deleted OR removed, created_at, community_id FROM topics WHERE id = $1 FOR UPDATE"
-    } else {
-        "SELECT p.topic_id, p.deleted OR p.removed OR t.deleted OR t.removed, p.created_at, t.community_id \
-         FROM posts p JOIN topics t ON t.id = p.topic_id WHERE p.id = $1 FOR UPDATE OF p"
-    };
-    let Some(row) = opt(c, sql, &[&id]).await? else {
-        return Err(StoreError::NotFound(if kind == 0 { "topic" } else { "post" }));
-    };
-    let (topic_id, gone, created_at, community_id): (i64, bool, i64, i64) =
-        (col(&row, 0)?, col(&row, 1)?, col(&row, 2)?, col(&row, 3)?);
-    if gone {
-        return Err(StoreError::Invalid("cannot vote on deleted or removed content".into()));
-    }
-    // Votes in a locked topic stay allowed (as on Reddit); bans apply.
-    check_ban(c, voter, Some(community_id), now).await?;
+    let item = item(c, target, Lock::Update).await?;
+    policy::may_vote(voter, &item.facts, &ban_facts(c, voter, item.facts.community_id()).await?, now)?;
+    let (topic_id, created_at) = (item.topic_id, item.created_at);
     let old: i64 = match opt(
         c,
         "SELECT value FROM votes WHERE user_id = $1 AND kind = $2 AND target_id = $3",

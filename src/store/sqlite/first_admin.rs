@@ -6,8 +6,9 @@ use rusqlite::Connection;
 
 use super::conn::map_err;
 use super::writes;
+use crate::model::policy;
 use crate::model::{Timestamp, User, Username};
-use crate::store::{StoreError, StoreResult};
+use crate::store::StoreResult;
 
 pub fn has_admin(conn: &Connection) -> StoreResult<bool> {
     conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM users WHERE is_admin)")
@@ -16,8 +17,6 @@ pub fn has_admin(conn: &Connection) -> StoreResult<bool> {
 }
 
 pub fn create_first_admin(conn: &Connection, name: &Username, hash: &str, now: Timestamp) -> StoreResult<User> {
-    if has_admin(conn)? {
-        return Err(StoreError::Conflict("the site already has an administrator".into()));
-    }
+    policy::may_create_first_admin(has_admin(conn)?)?;
     writes::create_user(conn, name, Some(hash), true, now)
 }

@@ -1,12 +1,14 @@
-//! Moderation's SQL: who may moderate, moderators, removals and locks, bans
-//! and the public log (reports are in `reports`). Writes run on the writer
-//! thread inside the group transaction, so a permission check and the
-//! action it allows see the same state; reads run on a reader.
+//! Moderation's SQL: the facts its rules ask for (`model::policy`: who
+//! moderates, bans on record), moderators, removals and locks, bans and the
+//! public log (reports are in `reports`). Writes run on the writer thread
+//! inside the group transaction, so a rule's facts and the action it allows
+//! see the same state; reads run on a reader.
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::conn::map_err;
 use super::{reads, writes};
+use crate::model::policy::{self, BanFacts, BanTarget, BanTerm, Standing};
 use crate::model::{Ban, ModAction, ModLogEntry, Moderated, Reason, Timestamp, User};
 use crate::store::{ListModLog, ModLogPage, NewBan, StoreError, StoreResult};
 
@@ -16,40 +18,45 @@ pub fn is_moderator(conn: &Connection, user_id: i64, community_id: i64) -> Store
         .map_err(map_err)
 }
 
-/// Site admins moderate everywhere; moderators in their communities.
-pub fn can_moderate(conn: &Connection, user: &User, community_id: i64) -> StoreResult<bool> {
-    Ok(user.is_admin || is_moderator(conn, user.id, community_id)?)
+/// Whether `user` is an appointed moderator of the community, read only
+/// when a rule asks (`policy::needs_is_moderator`).
+pub(super) fn appointed(conn: &Connection, user: &User, community_id: i64) -> StoreResult<bool> {
+    Ok(policy::needs_is_moderator(user) && is_moderator(conn, user.id, community_id)?)
 }
 
-/// For a moderation write: the actor moderates the community and is not
-/// banned from it (or from the site).
-pub(super) fn require_moderator(conn: &Connection, actor: &User, community_id: i64, now: Timestamp) -> StoreResult<()> {
-    if !can_moderate(conn, actor, community_id)? {
-        return Err(StoreError::Forbidden("only moderators of this community may do this"));
-    }
-    check_ban(conn, actor, Some(community_id), now)
+/// What the moderation rules ask of `user` in the community: appointed
+/// there, and their bans.
+pub(super) fn standing(conn: &Connection, user: &User, community_id: i64) -> StoreResult<Standing> {
+    Ok(Standing { is_moderator: appointed(conn, user, community_id)?, bans: ban_facts(conn, user, community_id)? })
 }
 
-/// Refuses a write by a user banned from the community (or the site)
-/// whose ban has not expired; expiry is compared with `now`, so a
-/// temporary ban needs no job to end it.
-pub fn check_ban(conn: &Connection, user: &User, community_id: Option<i64>, now: Timestamp) -> StoreResult<()> {
-    if user.is_admin {
-        return Ok(()); // administrators cannot be banned
+/// The bans on record against `user` from the site and from the community,
+/// in force or expired (`policy::not_banned` compares expiry with `now`);
+/// none read when bans do not matter (`policy::needs_bans`).
+pub fn ban_facts(conn: &Connection, user: &User, community_id: i64) -> StoreResult<BanFacts> {
+    let mut facts = BanFacts::default();
+    if !policy::needs_bans(user) {
+        return Ok(facts);
     }
-    let ban: Option<(Option<String>, Option<i64>, String)> = conn
+    let mut stmt = conn
         .prepare_cached(
             "SELECT c.name, b.expires_at, b.reason FROM bans b LEFT JOIN communities c ON c.id = b.community_id \
-             WHERE b.user_id = ?1 AND (b.community_id IS NULL OR b.community_id = ?2) \
-             AND (b.expires_at IS NULL OR b.expires_at > ?3) \
-             ORDER BY b.community_id IS NOT NULL LIMIT 1",
+             WHERE b.user_id = ?1 AND (b.community_id IS NULL OR b.community_id = ?2)",
         )
-        .and_then(|mut s| {
-            s.query_row(params![user.id, community_id, now.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional()
+        .map_err(map_err)?;
+    let rows = stmt
+        .query_map(params![user.id, community_id], |r| {
+            let term = BanTerm { expires_at: r.get::<_, Option<i64>>(1)?.map(Timestamp), reason: r.get(2)? };
+            Ok((r.get::<_, Option<String>>(0)?, term))
         })
         .map_err(map_err)?;
-    let Some((community, expires_at, reason)) = ban else { return Ok(()) };
-    Err(crate::store::common::banned(community, expires_at, &reason))
+    for row in rows {
+        match row.map_err(map_err)? {
+            (None, term) => facts.site = Some(term),
+            (Some(community), term) => facts.community = Some((community, term)),
+        }
+    }
+    Ok(facts)
 }
 
 /// One line for the moderation log.
@@ -117,9 +124,7 @@ pub fn set_moderator(
     appoint: bool,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    if !actor.is_admin {
-        return Err(StoreError::Forbidden("only site administrators may appoint or remove moderators"));
-    }
+    policy::may_appoint_moderators(actor)?;
     let community_id = reads::community_id(conn, community)?;
     let (user_id, _) = user_by_name(conn, username)?;
     let changed = if appoint {
@@ -187,7 +192,7 @@ pub fn moderate(
         .prepare_cached("SELECT community_id FROM topics WHERE id = ?1")
         .and_then(|mut s| s.query_row([topic_id], |r| r.get(0)))
         .map_err(map_err)?;
-    require_moderator(conn, actor, community_id, now)?;
+    policy::may_moderate(actor, &standing(conn, actor, community_id)?, now)?;
     let (table, id) = match post_id {
         Some(id) => ("posts", id),
         None => ("topics", topic_id),
@@ -224,30 +229,20 @@ pub fn moderate(
 /// The community a ban concerns (`None`: the site), once `actor` is shown
 /// to be allowed to ban there.
 fn ban_scope(conn: &Connection, actor: &User, community: Option<&str>, now: Timestamp) -> StoreResult<Option<i64>> {
-    match community {
-        Some(name) => {
-            let id = reads::community_id(conn, name)?;
-            require_moderator(conn, actor, id, now)?;
-            Ok(Some(id))
-        }
-        None if actor.is_admin => Ok(None),
-        None => Err(StoreError::Forbidden("only site administrators may ban from the whole site")),
-    }
+    let community_id = community.map(|name| reads::community_id(conn, name)).transpose()?;
+    let in_community = community_id.map(|id| standing(conn, actor, id)).transpose()?;
+    policy::may_ban(actor, in_community.as_ref(), now)?;
+    Ok(community_id)
 }
 
 pub fn ban(conn: &Connection, actor: &User, new: &NewBan, now: Timestamp) -> StoreResult<Ban> {
     let community_id = ban_scope(conn, actor, new.community.as_deref(), now)?;
     let (user_id, is_admin) = user_by_name(conn, &new.username)?;
-    if is_admin {
-        return Err(StoreError::Forbidden("site administrators cannot be banned"));
-    }
-    if let Some(c) = community_id
-        && is_moderator(conn, user_id, c)?
-    {
-        return Err(StoreError::Forbidden(
-            "a moderator cannot be banned from their community; an administrator must remove them as moderator first",
-        ));
-    }
+    let is_moderator = match community_id {
+        Some(c) => is_moderator(conn, user_id, c)?,
+        None => false,
+    };
+    policy::may_be_banned(BanTarget { is_admin, is_moderator })?;
     // Banning again replaces the ban (a new reason or expiry).
     conn.prepare_cached("DELETE FROM bans WHERE user_id = ?1 AND ifnull(community_id, 0) = ifnull(?2, 0)")
         .and_then(|mut s| s.execute(params![user_id, community_id]))
@@ -284,16 +279,21 @@ pub fn unban(
 ) -> StoreResult<()> {
     let community_id = ban_scope(conn, actor, community, now)?;
     let (user_id, _) = user_by_name(conn, username)?;
-    let lifted = conn
+    let ban: Option<BanTerm> = conn
         .prepare_cached(
-            "DELETE FROM bans WHERE user_id = ?1 AND ifnull(community_id, 0) = ifnull(?2, 0) \
-             AND (expires_at IS NULL OR expires_at > ?3)",
+            "SELECT expires_at, reason FROM bans WHERE user_id = ?1 AND ifnull(community_id, 0) = ifnull(?2, 0)",
         )
-        .and_then(|mut s| s.execute(params![user_id, community_id, now.0]))
+        .and_then(|mut s| {
+            s.query_row(params![user_id, community_id], |r| {
+                Ok(BanTerm { expires_at: r.get::<_, Option<i64>>(0)?.map(Timestamp), reason: r.get(1)? })
+            })
+            .optional()
+        })
         .map_err(map_err)?;
-    if lifted == 0 {
-        return Err(StoreError::NotFound("ban"));
-    }
+    policy::may_lift(ban.as_ref(), now)?;
+    conn.prepare_cached("DELETE FROM bans WHERE user_id = ?1 AND ifnull(community_id, 0) = ifnull(?2, 0)")
+        .and_then(|mut s| s.execute(params![user_id, community_id]))
+        .map_err(map_err)?;
     LogLine {
         community_id,
         action: "unban",
@@ -323,17 +323,9 @@ fn ban_row(r: &Row<'_>) -> rusqlite::Result<Ban> {
 
 /// Bans in force, newest first (read-only: runs on a reader).
 pub fn bans(conn: &Connection, actor: &User, community: Option<&str>, now: Timestamp) -> StoreResult<Vec<Ban>> {
-    let community_id = match community {
-        Some(name) => {
-            let id = reads::community_id(conn, name)?;
-            if !can_moderate(conn, actor, id)? {
-                return Err(StoreError::Forbidden("only moderators of this community may see its bans"));
-            }
-            Some(id)
-        }
-        None if actor.is_admin => None,
-        None => return Err(StoreError::Forbidden("only site administrators may see site bans")),
-    };
+    let community_id = community.map(|name| reads::community_id(conn, name)).transpose()?;
+    let moderates = community_id.map(|id| appointed(conn, actor, id)).transpose()?;
+    policy::may_see_bans(actor, moderates)?;
     let scope = if community_id.is_some() { "b.community_id = ?1" } else { "b.community_id IS NULL AND ?1 IS NULL" };
     conn.prepare_cached(&format!(
         "{BAN_SQL} WHERE {scope} AND (b.expires_at IS NULL OR b.expires_at > ?2) ORDER BY b.id DESC"

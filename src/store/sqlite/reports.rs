@@ -5,8 +5,9 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::conn::{is_unique_violation, map_err};
-use super::moderation::{can_moderate, check_ban, page, require_moderator};
-use super::reads;
+use super::moderation::{appointed, ban_facts, page, standing};
+use super::{reads, writes};
+use crate::model::policy::{self, Kind};
 use crate::model::{Reason, Report, ReportStatus, Timestamp, User, VoteTarget};
 use crate::store::{ListReports, ReportPage, StoreError, StoreResult};
 
@@ -45,32 +46,11 @@ pub fn report(
     reason: &Reason,
     now: Timestamp,
 ) -> StoreResult<Report> {
-    // (topic, community, item gone, topic removed)
-    let (sql, id, what) = match target {
-        VoteTarget::Topic(id) => {
-            ("SELECT id, community_id, deleted OR removed, removed FROM topics WHERE id = ?1", id, "topic")
-        }
-        VoteTarget::Post(id) => (
-            "SELECT p.topic_id, t.community_id, p.deleted OR p.removed OR t.deleted, t.removed \
-             FROM posts p JOIN topics t ON t.id = p.topic_id WHERE p.id = ?1",
-            id,
-            "post",
-        ),
-    };
-    let row: Option<(i64, i64, bool, bool)> = conn
-        .prepare_cached(sql)
-        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).optional())
-        .map_err(map_err)?;
-    let (topic_id, community_id, gone) = match row {
-        // A removed topic is hidden from the public: nothing to report.
-        None | Some((_, _, _, true)) => return Err(StoreError::NotFound(what)),
-        Some((t, c, gone, false)) => (t, c, gone),
-    };
-    if gone {
-        return Err(StoreError::Invalid(format!("the {what} is already deleted or removed")));
-    }
-    check_ban(conn, reporter, Some(community_id), now)?;
-    let post_id = matches!(target, VoteTarget::Post(_)).then_some(id);
+    let item = writes::item(conn, target)?;
+    let community_id = item.facts.community_id();
+    policy::may_report(reporter, &item.facts, &ban_facts(conn, reporter, community_id)?, now)?;
+    let (topic_id, what) = (item.topic_id, item.facts.kind.name());
+    let post_id = (item.facts.kind == Kind::Post).then_some(item.id);
     let inserted = conn
         .prepare_cached(
             "INSERT INTO reports (community_id, topic_id, post_id, reporter_id, reason, created_at) \
@@ -89,9 +69,7 @@ pub fn report(
 /// A community's reports for its moderators (read-only).
 pub fn reports(conn: &Connection, actor: &User, q: &ListReports) -> StoreResult<ReportPage> {
     let community_id = reads::community_id(conn, &q.community)?;
-    if !can_moderate(conn, actor, community_id)? {
-        return Err(StoreError::Forbidden("only moderators of this community may see its reports"));
-    }
+    policy::may_see_reports(actor, appointed(conn, actor, community_id)?)?;
     // Without a status, `?2` matches nothing and is unused; each shape is a
     // plain index walk from the cursor (no OR for the planner to trip on).
     let (filter, status) = match q.status {
@@ -118,15 +96,13 @@ pub fn resolve_report(
     status: ReportStatus,
     now: Timestamp,
 ) -> StoreResult<Report> {
-    if status == ReportStatus::Open {
-        return Err(StoreError::Invalid("status must be resolved or dismissed".into()));
-    }
+    policy::valid_resolution(status)?;
     let community_id: i64 = conn
         .prepare_cached("SELECT community_id FROM reports WHERE id = ?1")
         .and_then(|mut s| s.query_row([id], |r| r.get(0)).optional())
         .map_err(map_err)?
         .ok_or(StoreError::NotFound("report"))?;
-    require_moderator(conn, actor, community_id, now)?;
+    policy::may_moderate(actor, &standing(conn, actor, community_id)?, now)?;
     conn.prepare_cached("UPDATE reports SET status = ?1, resolved_by = ?2, resolved_at = ?3 WHERE id = ?4")
         .and_then(|mut s| s.execute(params![status.as_str(), actor.id, now.0, id]))
         .map_err(map_err)?;

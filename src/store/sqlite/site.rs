@@ -6,8 +6,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::conn::map_err;
 use super::writes;
+use crate::model::policy::{self, Admission, InviteFacts};
 use crate::model::{Invite, RegistrationMode, SiteSettings, Timestamp, User, Username};
-use crate::store::{StoreError, StoreResult};
+use crate::store::StoreResult;
 
 pub fn settings(conn: &Connection) -> StoreResult<SiteSettings> {
     let mode: Option<String> = conn
@@ -20,9 +21,7 @@ pub fn settings(conn: &Connection) -> StoreResult<SiteSettings> {
 }
 
 pub fn set_settings(conn: &Connection, actor: &User, new: SiteSettings) -> StoreResult<SiteSettings> {
-    if !actor.is_admin {
-        return Err(StoreError::Forbidden("only site administrators may change the site's settings"));
-    }
+    policy::may_change_site(actor)?;
     conn.prepare_cached("INSERT OR REPLACE INTO site (id, registration) VALUES (1, ?1)")
         .and_then(|mut s| s.execute([new.registration.as_str()]))
         .map_err(map_err)?;
@@ -36,9 +35,7 @@ pub fn create_invite(
     expires_at: Option<Timestamp>,
     now: Timestamp,
 ) -> StoreResult<Invite> {
-    if creator.is_some_and(|u| !u.is_admin) {
-        return Err(StoreError::Forbidden("only site administrators may create invites"));
-    }
+    policy::may_create_invite(creator)?;
     conn.prepare_cached("INSERT INTO invites (code_hash, created_by, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)")
         .and_then(|mut s| s.execute(params![&code_hash[..], creator.map(|u| u.id), now.0, expires_at.map(|t| t.0)]))
         .map_err(map_err)?;
@@ -52,25 +49,25 @@ pub fn register_user(
     invite_hash: Option<&[u8; 32]>,
     now: Timestamp,
 ) -> StoreResult<User> {
-    let mode = settings(conn)?.registration;
-    if let Some((code, message)) = mode.refusal(invite_hash.is_some()) {
-        return Err(StoreError::Denied(code, message.into()));
-    }
+    let admission = policy::may_register(settings(conn)?.registration, invite_hash.is_some())?;
     let invite = match invite_hash {
-        Some(hash) if mode == RegistrationMode::Invite => Some(
+        Some(hash) if admission == Admission::ByInvite => {
             // Looked up by its SHA-256: the code itself is never stored,
             // and a digest lookup leaks nothing about other codes through
             // timing.
-            conn.prepare_cached(
-                "SELECT id FROM invites WHERE code_hash = ?1 AND used_by IS NULL \
-                 AND (expires_at IS NULL OR expires_at > ?2)",
-            )
-            .and_then(|mut s| s.query_row(params![&hash[..], now.0], |r| r.get::<_, i64>(0)).optional())
-            .map_err(map_err)?
-            .ok_or_else(|| {
-                StoreError::Denied("invalid_invite", "the invite code is unknown, already used or expired".into())
-            })?,
-        ),
+            let invite: Option<(i64, InviteFacts)> = conn
+                .prepare_cached("SELECT id, used_by IS NOT NULL, expires_at FROM invites WHERE code_hash = ?1")
+                .and_then(|mut s| {
+                    s.query_row([&hash[..]], |r| {
+                        let expires_at = r.get::<_, Option<i64>>(2)?.map(Timestamp);
+                        Ok((r.get(0)?, InviteFacts { used: r.get(1)?, expires_at }))
+                    })
+                    .optional()
+                })
+                .map_err(map_err)?;
+            policy::may_use_invite(invite.as_ref().map(|(_, facts)| facts), now)?;
+            invite.map(|(id, _)| id)
+        }
         // In open mode a code is not needed, and not used up.
         _ => None,
     };

@@ -1,12 +1,14 @@
 //! Write operations, each run by the writer thread inside the current
-//! group transaction. Authorisation checks that depend on stored state
-//! (is this the author?) happen here, in the same transaction as the write.
+//! group transaction. The facts a rule of `model::policy` decides on (is
+//! this the author? is the topic locked?) are read here, in the same
+//! transaction as the write the rule allows.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::conn::{is_unique_violation, map_err};
-use super::moderation::{can_moderate, check_ban};
+use super::moderation::{ban_facts, is_moderator};
 use super::reads;
+use crate::model::policy::{self, ItemFacts, Kind, Standing, TopicFacts};
 use crate::model::{Community, Post, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank};
 use crate::store::{NewCommunity, NewPost, NewTopic, StoreError, StoreResult};
 
@@ -47,9 +49,7 @@ pub fn create_community(
     new: &NewCommunity,
     now: Timestamp,
 ) -> StoreResult<Community> {
-    if !creator.is_admin {
-        return Err(StoreError::Forbidden("only site administrators may create communities"));
-    }
+    policy::may_create_community(creator)?;
     let inserted = conn
         .prepare_cached(
             "INSERT INTO communities (name, title, description, created_by, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -80,7 +80,7 @@ pub fn create_topic(
     now: Timestamp,
 ) -> StoreResult<Topic> {
     let community_id = reads::community_id(conn, new.community.as_str())?;
-    check_ban(conn, author, Some(community_id), now)?;
+    policy::may_create_topic(author, &ban_facts(conn, author, community_id)?, now)?;
     conn.prepare_cached(
         "INSERT INTO topics (community_id, author_id, title, body, body_html, url, created_at, hot) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -101,43 +101,64 @@ pub fn create_topic(
     reads::topic(conn, conn.last_insert_rowid())
 }
 
-/// Why a user touches their own item.
-#[derive(Clone, Copy)]
-enum Change {
-    /// At this time (for ban expiry).
-    Edit(Timestamp),
-    Delete,
+/// A topic's facts from its columns `deleted, removed, locked, author_id,
+/// community_id`, the first at `at`.
+fn topic_facts(r: &Row<'_>, at: usize) -> rusqlite::Result<TopicFacts> {
+    Ok(TopicFacts {
+        deleted: r.get(at)?,
+        removed: r.get(at + 1)?,
+        locked: r.get(at + 2)?,
+        author_id: r.get(at + 3)?,
+        community_id: r.get(at + 4)?,
+    })
 }
 
-/// Loads who wrote an item, failing when it is gone or `actor` may not
-/// change it. An edit is also refused when a moderator removed the item
-/// (an edit is published live with its body) or the author is banned.
-fn check_owner(conn: &Connection, table: &'static str, id: i64, actor: &User, change: Change) -> StoreResult<()> {
-    let (what, sql) = if table == "topics" {
-        ("topic", "SELECT author_id, deleted, removed, community_id FROM topics WHERE id = ?1")
-    } else {
-        (
-            "post",
-            // A post in a removed topic is as hidden as the topic.
-            "SELECT p.author_id, p.deleted, p.removed OR t.removed, t.community_id FROM posts p \
-             JOIN topics t ON t.id = p.topic_id WHERE p.id = ?1",
-        )
+/// A topic or post as the rules see it, with what its writer needs besides.
+pub(super) struct Item {
+    pub id: i64,
+    pub topic_id: i64,
+    pub created_at: i64,
+    pub facts: ItemFacts,
+}
+
+/// An item's columns: its topic's id, its creation time, its topic's
+/// facts (`topic_facts`), then for a post its author, deleted and removed.
+const TOPIC_ITEM: &str =
+    "SELECT id, created_at, deleted, removed, locked, author_id, community_id FROM topics WHERE id = ?1";
+const POST_ITEM: &str = "SELECT p.topic_id, p.created_at, t.deleted, t.removed, t.locked, t.author_id, \
+     t.community_id, p.author_id, p.deleted, p.removed FROM posts p JOIN topics t ON t.id = p.topic_id WHERE p.id = ?1";
+
+/// The topic or post `target` names; `NotFound` when there is none.
+pub(super) fn item(conn: &Connection, target: VoteTarget) -> StoreResult<Item> {
+    let (id, kind, sql) = match target {
+        VoteTarget::Topic(id) => (id, Kind::Topic, TOPIC_ITEM),
+        VoteTarget::Post(id) => (id, Kind::Post, POST_ITEM),
     };
-    let row: Option<(i64, bool, bool, i64)> = conn
-        .prepare_cached(sql)
-        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).optional())
-        .map_err(map_err)?;
-    match row {
-        None | Some((_, true, _, _)) => Err(StoreError::NotFound(what)),
-        Some((author, ..)) if author != actor.id && !actor.is_admin => {
-            Err(StoreError::Forbidden("only the author may change this"))
-        }
-        Some((_, _, removed, community_id)) => match change {
-            Change::Edit(_) if removed => Err(StoreError::Forbidden("a moderator removed this; it cannot be edited")),
-            Change::Edit(now) => check_ban(conn, actor, Some(community_id), now),
-            Change::Delete => Ok(()),
-        },
-    }
+    conn.prepare_cached(sql)
+        .and_then(|mut s| s.query_row([id], |r| item_row(r, id, kind)).optional())
+        .map_err(map_err)?
+        .ok_or(StoreError::NotFound(kind.name()))
+}
+
+fn item_row(r: &Row<'_>, id: i64, kind: Kind) -> rusqlite::Result<Item> {
+    let topic = topic_facts(r, 2)?;
+    let facts = match kind {
+        Kind::Topic => ItemFacts::of_topic(topic),
+        Kind::Post => ItemFacts { kind, author_id: r.get(7)?, deleted: r.get(8)?, removed: r.get(9)?, topic },
+    };
+    Ok(Item { id, topic_id: r.get(0)?, created_at: r.get(1)?, facts })
+}
+
+/// Refuses an edit of `target` that `actor` may not make.
+fn check_edit(conn: &Connection, actor: &User, target: VoteTarget, now: Timestamp) -> StoreResult<()> {
+    let item = item(conn, target)?;
+    let bans = ban_facts(conn, actor, item.facts.community_id())?;
+    Ok(policy::may_edit(actor, &item.facts, &bans, now)?)
+}
+
+/// Refuses a deletion of `target` that `actor` may not make.
+fn check_delete(conn: &Connection, actor: &User, target: VoteTarget) -> StoreResult<()> {
+    Ok(policy::may_delete(actor, &item(conn, target)?.facts)?)
 }
 
 /// `body` is the source and its rendered HTML, `None` to clear it.
@@ -148,7 +169,7 @@ pub fn edit_topic(
     body: Option<(&str, &str)>,
     now: Timestamp,
 ) -> StoreResult<Topic> {
-    check_owner(conn, "topics", id, actor, Change::Edit(now))?;
+    check_edit(conn, actor, VoteTarget::Topic(id), now)?;
     let (source, html) = body.unzip();
     conn.prepare_cached("UPDATE topics SET body = ?1, body_html = ?2, edited_at = ?3 WHERE id = ?4")
         .and_then(|mut s| s.execute(params![source, html, now.0, id]))
@@ -157,7 +178,7 @@ pub fn edit_topic(
 }
 
 pub fn delete_topic(conn: &Connection, actor: &User, id: i64) -> StoreResult<()> {
-    check_owner(conn, "topics", id, actor, Change::Delete)?;
+    check_delete(conn, actor, VoteTarget::Topic(id))?;
     conn.prepare_cached("UPDATE topics SET deleted = 1, body = NULL, body_html = NULL, url = NULL WHERE id = ?1")
         .and_then(|mut s| s.execute([id]))
         .map_err(map_err)?;
@@ -175,41 +196,24 @@ pub fn create_post(
     html: &str,
     now: Timestamp,
 ) -> StoreResult<(i64, Option<i64>)> {
-    let topic: Option<(bool, bool, bool, i64, i64)> = conn
+    let topic: Option<TopicFacts> = conn
         .prepare_cached("SELECT deleted, removed, locked, author_id, community_id FROM topics WHERE id = ?1")
-        .and_then(|mut s| {
-            s.query_row([new.topic_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))).optional()
-        })
+        .and_then(|mut s| s.query_row([new.topic_id], |r| topic_facts(r, 0)).optional())
         .map_err(map_err)?;
-    let Some((deleted, removed, locked, topic_author, community_id)) = topic else {
-        return Err(StoreError::NotFound("topic"));
-    };
-    if deleted {
-        return Err(StoreError::Invalid("the topic has been deleted".into()));
-    }
-    if removed {
-        return Err(StoreError::Invalid("the topic has been removed by a moderator".into()));
-    }
-    check_ban(conn, author, Some(community_id), now)?;
-    // Moderators may still reply in a locked topic (to explain the lock).
-    if locked && !can_moderate(conn, author, community_id)? {
-        return Err(StoreError::Denied("topic_locked", "the topic is locked: it takes no new replies".into()));
-    }
+    let topic = topic.ok_or(StoreError::NotFound("topic"))?;
+    let bans = ban_facts(conn, author, topic.community_id)?;
+    let is_moderator =
+        policy::reply_needs_is_moderator(author, &topic) && is_moderator(conn, author.id, topic.community_id)?;
+    policy::may_reply(author, &topic, &Standing { is_moderator, bans }, now)?;
     // Whose reply this is: the parent post's author, else the topic's.
-    let mut replied_to = Some(topic_author);
+    let mut replied_to = Some(topic.author_id);
     if let Some(parent) = new.parent_id {
         let parent_row: Option<(i64, i64, bool)> = conn
             .prepare_cached("SELECT topic_id, author_id, deleted FROM posts WHERE id = ?1")
             .and_then(|mut s| s.query_row([parent], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional())
             .map_err(map_err)?;
-        match parent_row {
-            Some((topic_id, author, deleted)) if topic_id == new.topic_id => {
-                replied_to = (!deleted).then_some(author);
-            }
-            _ => {
-                return Err(StoreError::Invalid(format!("parent_id {parent} is not a post in topic {}", new.topic_id)));
-            }
-        }
+        policy::valid_parent(new.topic_id, parent, parent_row.map(|(topic_id, ..)| topic_id))?;
+        replied_to = parent_row.filter(|&(.., deleted)| !deleted).map(|(_, author, _)| author);
     }
     conn.prepare_cached(
         "INSERT INTO posts (topic_id, parent_id, author_id, body, body_html, created_at) \
@@ -239,7 +243,7 @@ pub fn edit_post(
     html: &str,
     now: Timestamp,
 ) -> StoreResult<Post> {
-    check_owner(conn, "posts", id, actor, Change::Edit(now))?;
+    check_edit(conn, actor, VoteTarget::Post(id), now)?;
     conn.prepare_cached("UPDATE posts SET body = ?1, body_html = ?2, edited_at = ?3 WHERE id = ?4")
         .and_then(|mut s| s.execute(params![body, html, now.0, id]))
         .map_err(map_err)?;
@@ -247,7 +251,7 @@ pub fn edit_post(
 }
 
 pub fn delete_post(conn: &Connection, actor: &User, id: i64) -> StoreResult<i64> {
-    check_owner(conn, "posts", id, actor, Change::Delete)?;
+    check_delete(conn, actor, VoteTarget::Post(id))?;
     conn.prepare_cached("UPDATE posts SET deleted = 1, body = '', body_html = '' WHERE id = ?1")
         .and_then(|mut s| s.execute([id]))
         .map_err(map_err)?;
@@ -265,22 +269,9 @@ pub fn vote(
         VoteTarget::Topic(id) => (0, id, "topics"),
         VoteTarget::Post(id) => (1, id, "posts"),
     };
-    let topic_sql = if kind == 0 {
-        "SELECT id, deleted OR removed, created_at, community_id FROM topics WHERE id = ?1"
-    } else {
-        "SELECT p.topic_id, p.deleted OR p.removed OR t.deleted OR t.removed, p.created_at, t.community_id \
-         FROM posts p JOIN topics t ON t.id = p.topic_id WHERE p.id = ?1"
-    };
-    let (topic_id, gone, created_at, community_id): (i64, bool, i64, i64) = conn
-        .prepare_cached(topic_sql)
-        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).optional())
-        .map_err(map_err)?
-        .ok_or(StoreError::NotFound(if kind == 0 { "topic" } else { "post" }))?;
-    if gone {
-        return Err(StoreError::Invalid("cannot vote on deleted or removed content".into()));
-    }
-    // Votes in a locked topic stay allowed (as on Reddit); bans apply.
-    check_ban(conn, voter, Some(community_id), now)?;
+    let item = item(conn, target)?;
+    policy::may_vote(voter, &item.facts, &ban_facts(conn, voter, item.facts.community_id())?, now)?;
+    let (topic_id, created_at) = (item.topic_id, item.created_at);
     let old: i64 = conn
         .prepare_cached("SELECT value FROM votes WHERE user_id = ?1 AND kind = ?2 AND target_id = ?3")
         .and_then(|mut s| s.query_row(params![voter.id, kind, id], |r| r.get(0)).optional())

@@ -8,11 +8,9 @@ use axum::routing::get;
 use serde::{Deserialize, Serialize};
 
 use super::extract::{Json, Path};
-use crate::app::AppState;
-use crate::app::AuthUser;
-use crate::app::{AppError, AppResult};
-use crate::model::{Community, CommunityName, Title};
-use crate::store::{NewCommunity, Store};
+use crate::app::{AppError, AppResult, AppState, AuthUser, communities};
+use crate::model::Community;
+use crate::store::Store;
 
 pub fn router<S: Store>() -> Router<AppState<S>> {
     Router::new()
@@ -45,26 +43,12 @@ pub struct CreateCommunity {
     description: String,
 }
 
-/// Longest community description, in characters.
-const MAX_DESCRIPTION: usize = 10_000;
-
 async fn create_community<S: Store>(
     State(state): State<AppState<S>>,
     auth: AuthUser,
     Json(req): Json<CreateCommunity>,
 ) -> AppResult<Response> {
-    if !auth.user.is_admin {
-        return Err(AppError::Forbidden("only site administrators may create communities".into()));
-    }
-    if req.description.chars().count() > MAX_DESCRIPTION {
-        return Err(AppError::Validation(format!("description must be at most {MAX_DESCRIPTION} characters")));
-    }
-    let new = NewCommunity {
-        name: CommunityName::parse(&req.name)?,
-        title: Title::parse(&req.title)?,
-        description: req.description,
-    };
-    let community = state.store.create_community(&auth.user, new).await?;
+    let community = communities::create_community(&state, &auth.user, &req.name, &req.title, req.description).await?;
     let location = format!("/api/v1/communities/{}", community.name);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], axum::Json(community)).into_response())
 }

@@ -99,6 +99,13 @@ impl From<StoreError> for AppError {
     }
 }
 
+/// A rule's refusal answers as the store's would (same code, same message).
+impl From<crate::model::policy::Refusal> for AppError {
+    fn from(r: crate::model::policy::Refusal) -> Self {
+        StoreError::from(r).into()
+    }
+}
+
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();

@@ -5,7 +5,8 @@
 //! `Change` takes effect: cache, live subscribers, cluster bus.
 //!
 //! - `accounts`: register, log in and out, tokens.
-//! - `topics`, `posts`, `votes`, `moderation`: the writes of the forum.
+//! - `topics`, `posts`, `votes`, `moderation`, `communities`: the writes
+//!   of the forum.
 //! - `read`: a topic's rendered, cached answer; `text`: Markdown rendered
 //!   once, in the operation that writes it.
 //! - `apply`: a `Change` applied; `bus`: Changes to and from other nodes.
@@ -17,6 +18,7 @@ pub mod accounts;
 pub mod apply;
 pub mod auth;
 pub mod bus;
+pub mod communities;
 pub mod error;
 pub mod limits;
 pub mod moderation;

@@ -6,7 +6,7 @@
 use serde::Deserialize;
 
 use super::{AppError, AppResult, AppState, apply::apply, commit};
-use crate::model::{Ban, Change, ModAction, Moderated, Reason, Timestamp, User, Username};
+use crate::model::{Ban, Change, ModAction, Moderated, Reason, Timestamp, User, Username, policy};
 use crate::store::{NewBan, Store};
 
 /// Names in paths longer than this name nothing (community names are at
@@ -64,9 +64,7 @@ pub async fn set_moderator<S: Store>(
     check_name(&community, "community")?;
     check_name(&username, "user")?;
     // Gives the administrator-only answer before any lookup.
-    if !actor.is_admin {
-        return Err(AppError::Forbidden("only site administrators may appoint or remove moderators".into()));
-    }
+    policy::may_appoint_moderators(&actor)?;
     state.store.set_moderator(&actor, community, username, appoint).await?;
     Ok(())
 }

@@ -7,8 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::app::AppState;
-use crate::app::{AppError, AppResult};
+use crate::app::{AppError, AppResult, AppState};
 use crate::model::Timestamp;
 use crate::store::{ListTopics, Store, TopicSort};
 

@@ -10,8 +10,7 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use super::{Ctx, Session, error_page, local_path, see_other};
-use crate::app::AuthUser;
-use crate::app::{AppError, AppResult};
+use crate::app::{AppError, AppResult, AuthUser};
 use crate::model::{User, VoteTarget};
 
 /// A form that carries nothing but its CSRF token.

@@ -50,8 +50,7 @@ use axum::routing::{get, post};
 pub use session::Session;
 pub use topic::render_topic_page;
 
-use crate::app::AppError;
-use crate::app::AppState;
+use crate::app::{AppError, AppState};
 use crate::cache::accepts_gzip;
 use crate::model::User;
 use crate::store::Store;

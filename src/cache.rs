@@ -234,7 +234,7 @@ struct Inner {
     /// one bucket of this table, where `entries` took three dependent
     /// memory reads (its list node, the slot's list, the rendering), each a
     /// cache miss under a uniform load (measured: most of the hot path's
-    /// own time, docs/BENCHMARKS.md "The parked fast path").
+    /// own time, docs/PERFORMANCE.md "Cached reads without hyper").
     index: HashMap<Key, Arc<Rendered>, foldhash::fast::RandomState>,
     /// Bumped by `clear`: a render begun before it may not be stored.
     epoch: u64,
@@ -448,7 +448,7 @@ pub enum Audience {
 
 /// What a render answers a request with: decided from the two request
 /// headers that matter, so the router's `respond` and the parked
-/// connection's fast path (`http::fast`) answer alike.
+/// connection's fast path (`net::fast`) answer alike.
 pub struct Answer<'a> {
     /// 200, or 304 when the client's `If-None-Match` holds the ETag.
     pub status: StatusCode,

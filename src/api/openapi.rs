@@ -2,7 +2,7 @@
 //!
 //! The document is written by hand in `docs/openapi.json` and compiled in.
 //! `tests/it/openapi.rs` keeps it honest: every operation it lists must be
-//! routed, every route under `/api/v1` (scanned from `src/http/*.rs`) must be
+//! routed, every route under `/api/v1` (scanned from `src/api/**/*.rs` and `src/server.rs`) must be
 //! in it unless explicitly excluded, and real responses must match its
 //! schemas. `tests/fuzz/schemathesis.sh` fuzzes the server from it.
 

@@ -85,7 +85,7 @@ impl<'a> ListedPost<'a> {
 /// renders again, in the background, the API renderings that were cached:
 /// a topic read often enough to be cached is read again soon, and that
 /// reader would otherwise wait for the render (the 1 % of reads behind
-/// the open-loop p99, docs/BENCHMARKS.md). A topic nobody reads is not
+/// the open-loop p99, docs/BENCHMARKS.md "Open-loop latency"). A topic nobody reads is not
 /// rendered; the pages and post fragments render on their next request.
 pub fn evict<S: Store>(state: &AppState<S>, topic: i64) {
     let api: Vec<(PostSort, bool)> =

@@ -229,7 +229,7 @@ impl Conn {
 }
 
 /// A WebSocket's whole life after the 101, as one task: wait for the
-/// connection (`http::idle`) to hand the stream over once hyper has sent
+/// connection (`net::idle`) to hand the stream over once hyper has sent
 /// the 101, then run it. Written by hand because an `async fn` keeps the
 /// waiting state's fields beside the connection's, which would push the
 /// task into a bigger allocation.

@@ -24,7 +24,7 @@ use prometheus_client::metrics::histogram::Histogram;
 pub const UNMATCHED: &str = "unmatched";
 
 /// A route template as a label value, without copying it: `MatchedPath`
-/// shares the router's string; the hot path (`http::hot`), which answers
+/// shares the router's string; the hot path (`net::hot`), which answers
 /// before the router, names its route with a constant. Labels compare by
 /// the string, so both land in the same series.
 #[derive(Clone, Debug)]
@@ -75,7 +75,7 @@ pub struct RequestLabels {
 pub struct HttpMetrics {
     pub requests: Family<RequestLabels, Counter>,
     pub duration: Family<RequestLabels, Histogram>,
-    /// Of `requests`, those the parked fast path answered (`http::fast`).
+    /// Of `requests`, those the parked fast path answered (`net::fast`).
     pub fast_answers: Counter,
 }
 

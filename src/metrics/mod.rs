@@ -87,7 +87,7 @@ impl Metrics {
         Metrics { registry: r, http, sampled, store, mode: AtomicU8::new(Mode::MainListener as u8) }
     }
 
-    /// Call before `http::run`: the router reads it when it is built.
+    /// Call before `server::run`: the router reads it when it is built.
     pub fn set_mode(&self, mode: Mode) {
         self.mode.store(mode as u8, Ordering::Relaxed);
     }

@@ -6,7 +6,7 @@
 //! every request, and the connection's allocations (its boxed state, an
 //! 8 KB read buffer, the write buffer), the request's `HeaderMap` and URI,
 //! the response's `HeaderMap` and the encoding cost more than the answer
-//! (perf, docs/BENCHMARKS.md "The parked fast path"). So when a parked
+//! (perf, docs/PERFORMANCE.md "Cached reads without hyper"). So when a parked
 //! connection becomes readable it first reads what is there itself. If that
 //! is one whole `GET` head (httparse parses it) that the hot path answers
 //! from the cache, the answer is framed here and written with one

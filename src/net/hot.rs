@@ -7,7 +7,7 @@
 //! and deadline layers cost more than the lookup and the answer together
 //! (each `from_fn` layer clones and boxes the router behind it, and the
 //! extensions, matched path, span and boxed futures add about twenty
-//! allocations). docs/BENCHMARKS.md, "The hot path", has the before and
+//! allocations). the history of docs/BENCHMARKS.md (`git show 8141355:docs/BENCHMARKS.md`), "The hot path", has the before and
 //! after.
 //!
 //! It answers only what it answers exactly as the router would: a GET
@@ -45,7 +45,7 @@ pub trait Answer: Send + Sync + 'static {
     fn answer(&self, method: &Method, uri: &Uri, headers: &HeaderMap, no_body: bool) -> Option<Response>;
 
     /// The same answer, framed for the wire, to a GET without a body that
-    /// a parked connection read whole (`http::fast`): `target` and
+    /// a parked connection read whole (`net::fast`): `target` and
     /// `headers` as sent.
     fn answer_framed(&self, target: &str, headers: &[httparse::Header<'_>]) -> Option<Framed>;
 }

@@ -56,7 +56,7 @@ pub fn apply_in_batch(conn: &Connection) -> StoreResult<()> {
 /// How long the writer keeps changes queued before it indexes them, and
 /// how many it lets pile up. Indexing at every commit cost ~200 µs of the
 /// writer's CPU per post when posts come one per commit: FTS5 writes a
-/// segment and merges at each (docs/BENCHMARKS.md, sixth session). A
+/// segment and merges at each (the sixth session in `git show 8141355:docs/BENCHMARKS.md`). A
 /// search never waits for this: it has the queue applied first
 /// (`SqliteStore::search`), so what was acknowledged is always found.
 pub const MAX_AGE: Duration = Duration::from_secs(1);

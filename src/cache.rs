@@ -279,6 +279,14 @@ impl Inner {
     }
 }
 
+/// The cache's setting (`--cache-mb`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct CacheConfig {
+    /// Byte budget of the rendered-response cache, in MiB (sized for a 1 GB Pi).
+    #[arg(long, env = "PITH_CACHE_MB", default_value_t = 256)]
+    pub cache_mb: usize,
+}
+
 pub struct TopicCache {
     inner: Mutex<Inner>,
     budget: usize,

@@ -10,9 +10,11 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use crate::app::RateConfig;
+use crate::app::{RateConfig, WebConfig};
+use crate::cache::CacheConfig;
 use crate::live::LiveConfig;
-use crate::settings::default_readers;
+use crate::net::NetConfig;
+use crate::store::StoreConfig;
 
 #[derive(Debug, Clone, Args)]
 pub struct BackupConfig {
@@ -90,43 +92,14 @@ pub struct ServeConfig {
     #[command(flatten)]
     pub data: DataConfig,
 
-    /// Reader connections for cache misses (about one per core).
-    #[arg(long, env = "PITH_READERS", default_value_t = default_readers())]
-    pub readers: usize,
+    #[command(flatten)]
+    pub store: StoreConfig,
 
-    /// Byte budget of the rendered-response cache, in MiB (sized for a 1 GB Pi).
-    #[arg(long, env = "PITH_CACHE_MB", default_value_t = 256)]
-    pub cache_mb: usize,
+    #[command(flatten)]
+    pub cache: CacheConfig,
 
-    /// Most PostgreSQL connections open at once (with a postgres:// database).
-    #[arg(long, env = "PITH_PG_POOL_SIZE", default_value_t = 16)]
-    pub pg_pool_size: usize,
-
-    /// Most writes gathered into one transaction by the writer thread.
-    #[arg(long, env = "PITH_MAX_BATCH", default_value_t = 512)]
-    pub max_batch: usize,
-
-    /// WAL size (MiB) above which the checkpointer forces a truncating checkpoint.
-    #[arg(long, env = "PITH_WAL_LIMIT_MB", default_value_t = 64)]
-    pub wal_limit_mb: u64,
-
-    /// Seconds a request may take before it is answered 408/503.
-    #[arg(long, env = "PITH_REQUEST_TIMEOUT", default_value_t = 30)]
-    pub request_timeout_secs: u64,
-
-    /// Seconds a client has to send a request's headers; also how long an
-    /// idle keep-alive connection is kept (slowloris defence).
-    #[arg(long, env = "PITH_HEADER_TIMEOUT", default_value_t = 10)]
-    pub header_timeout_secs: u64,
-
-    /// Largest request head (request line plus headers), in KiB.
-    #[arg(long, env = "PITH_MAX_HEADER_KB", default_value_t = 16)]
-    pub max_header_kb: usize,
-
-    /// Most HTTP connections open at once; more are answered 503 and closed.
-    /// Keep it below the process's open-file limit (`ulimit -n`).
-    #[arg(long, env = "PITH_MAX_CONNECTIONS", default_value_t = 10_000)]
-    pub max_connections: usize,
+    #[command(flatten)]
+    pub net: NetConfig,
 
     #[command(flatten)]
     pub live: LiveConfig,
@@ -140,11 +113,8 @@ pub struct ServeConfig {
     #[command(flatten)]
     pub cluster: crate::cluster::ClusterConfig,
 
-    /// Mark the web session cookies `Secure` (serve over HTTPS, e.g. behind a
-    /// TLS proxy). They are also marked when a request carries
-    /// `X-Forwarded-Proto: https`.
-    #[arg(long, env = "PITH_SECURE_COOKIES", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
-    pub secure_cookies: bool,
+    #[command(flatten)]
+    pub web: WebConfig,
 
     /// TOML file of settings, keyed by the long flag names (`listen =
     /// "0.0.0.0:8080"`, `cache-mb = 128`); flags and environment override
@@ -152,35 +122,10 @@ pub struct ServeConfig {
     #[arg(long, env = "PITH_CONFIG")]
     pub config: Option<PathBuf>,
 
-    /// PEM certificate chain (leaf first): serve HTTPS, TLS 1.3 with HTTP/2
-    /// and HTTP/1.1, instead of plain HTTP. Needs --tls-key. Reloaded on SIGHUP.
-    #[arg(long, env = "PITH_TLS_CERT")]
-    pub tls_cert: Option<PathBuf>,
-
-    /// PEM private key of --tls-cert (PKCS#8, PKCS#1 or SEC1). Reloaded on SIGHUP.
-    #[arg(long, env = "PITH_TLS_KEY")]
-    pub tls_key: Option<PathBuf>,
-
     /// Every setting with its value and source, filled in by
     /// `config_file::parse` (empty when the struct is built in code).
     #[arg(skip)]
     pub effective: Vec<Setting>,
-}
-
-impl ServeConfig {
-    /// The TLS files, when both are set; one without the other is an error.
-    pub fn tls_files(&self) -> anyhow::Result<Option<crate::net::tls::TlsFiles>> {
-        match (&self.tls_cert, &self.tls_key) {
-            (Some(cert), Some(key)) => Ok(Some(crate::net::tls::TlsFiles { cert: cert.clone(), key: key.clone() })),
-            (None, None) => Ok(None),
-            (Some(_), None) => anyhow::bail!(
-                "--tls-cert (PITH_TLS_CERT) is set but --tls-key (PITH_TLS_KEY) is not; give both or neither"
-            ),
-            (None, Some(_)) => anyhow::bail!(
-                "--tls-key (PITH_TLS_KEY) is set but --tls-cert (PITH_TLS_CERT) is not; give both or neither"
-            ),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

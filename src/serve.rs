@@ -22,13 +22,13 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
     tracing::info!("starting pith {}", env!("CARGO_PKG_VERSION"));
     crate::config::log(&cfg.effective);
     // Loaded before anything else so a bad certificate stops start-up.
-    let tls = cfg.tls_files()?.map(crate::net::tls::Tls::new).transpose()?;
+    let tls = cfg.net.tls_files()?.map(crate::net::tls::Tls::new).transpose()?;
     match backend {
         Backend::Sqlite(path) => {
             let opts = SqliteOptions {
-                readers: cfg.readers,
-                max_batch: cfg.max_batch,
-                wal_limit_bytes: cfg.wal_limit_mb << 20,
+                readers: cfg.store.readers,
+                max_batch: cfg.store.max_batch,
+                wal_limit_bytes: cfg.store.wal_limit_mb << 20,
                 ..SqliteOptions::default()
             };
             let store =
@@ -42,7 +42,7 @@ pub async fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
         }
         // No lock: several nodes may serve one PostgreSQL database.
         Backend::Postgres(url) => {
-            let opts = PgOptions { pool_size: cfg.pg_pool_size, ..PgOptions::default() };
+            let opts = PgOptions { pool_size: cfg.store.pg_pool_size, ..PgOptions::default() };
             let store = PgStore::connect(&url, &opts)
                 .await
                 .with_context(|| format!("cannot open database {}", crate::settings::redact_url(&url)))?;
@@ -61,9 +61,9 @@ async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::net::t
     }
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(addr = %listener.local_addr()?, scheme, "serving");
-    let state = AppState::with_config(store, cfg.cache_mb << 20, &cfg.live, &cfg.rate);
+    let state = AppState::with_config(store, cfg.cache.cache_mb << 20, &cfg.live, &cfg.rate);
     // Over TLS every cookie is Secure, whatever the flag says.
-    state.web.set_secure_cookies(cfg.secure_cookies || tls.is_some());
+    state.web.set_secure_cookies(cfg.web.secure_cookies || tls.is_some());
     crate::app::bus::start(&state, &cfg.cluster, cfg.data.database.as_deref())?;
     let metrics_listener = crate::api::metrics::start(&cfg.metrics, &state).await?;
     if !state.store.has_admin().await? {
@@ -73,16 +73,16 @@ async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::net::t
         tracing::warn!("no administrator yet: create one at this one-time link (works until one exists): {link}");
     }
     let limits = ConnLimits {
-        max_connections: cfg.max_connections.max(1),
-        header_timeout: Duration::from_secs(cfg.header_timeout_secs.max(1)),
-        max_header_bytes: cfg.max_header_kb.max(1) << 10,
+        max_connections: cfg.net.max_connections.max(1),
+        header_timeout: Duration::from_secs(cfg.net.header_timeout_secs.max(1)),
+        max_header_bytes: cfg.net.max_header_kb.max(1) << 10,
         tls,
         ..ConnLimits::default()
     };
     crate::server::run_with_limits(
         listener,
         state,
-        Duration::from_secs(cfg.request_timeout_secs),
+        Duration::from_secs(cfg.net.request_timeout_secs),
         limits,
         shutdown_signal(),
     )

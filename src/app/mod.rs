@@ -36,7 +36,7 @@ use std::sync::Arc;
 pub use auth::AuthUser;
 pub use error::{AppError, AppResult};
 pub use limits::{Action, ClientIp, RateConfig, Who};
-pub use web_settings::WebSettings;
+pub use web_settings::{WebConfig, WebSettings};
 
 use crate::cache::TopicCache;
 use crate::live::LiveConfig;

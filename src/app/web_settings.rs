@@ -9,6 +9,16 @@ use subtle::ConstantTimeEq;
 
 use super::auth::{new_token, token_digest};
 
+/// The pages' setting (`--secure-cookies`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct WebConfig {
+    /// Mark the web session cookies `Secure` (serve over HTTPS, e.g. behind a
+    /// TLS proxy). They are also marked when a request carries
+    /// `X-Forwarded-Proto: https`.
+    #[arg(long, env = "PITH_SECURE_COOKIES", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub secure_cookies: bool,
+}
+
 /// Web settings that `pith serve` sets after the state is built.
 #[derive(Debug, Default)]
 pub struct WebSettings {

@@ -8,14 +8,19 @@
 //! - `hot`: cached public topics answered before the router.
 //! - `tls`: rustls, certificate files and their reload on SIGHUP.
 //! - `deadline`: the whole-request time limit.
+//! - `settings`: `--request-timeout`, `--header-timeout`, `--max-header-kb`,
+//!   `--max-connections`, `--tls-cert`, `--tls-key`.
 
 pub mod deadline;
 pub mod fast;
 pub mod hot;
 pub mod idle;
 pub mod server;
+pub mod settings;
 pub mod tls;
 
 /// Largest request body accepted: a 40,000-character post fits even when
 /// every character is escaped as a surrogate pair (`\uXXXX\uXXXX`, 12 bytes).
 pub const MAX_BODY_BYTES: usize = 512 * 1024;
+
+pub use settings::NetConfig;

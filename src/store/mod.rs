@@ -8,6 +8,7 @@ pub mod html;
 pub mod metrics;
 pub mod postgres;
 pub mod search;
+pub mod settings;
 pub mod sqlite;
 
 use std::future::Future;
@@ -20,6 +21,7 @@ use crate::model::{
 pub use cursor::Cursor;
 pub use metrics::StoreMetrics;
 pub use search::{Search, SearchKind, SearchPage};
+pub use settings::StoreConfig;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {

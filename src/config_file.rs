@@ -252,13 +252,7 @@ fn mask(name: &str, value: &str) -> String {
     if ["password", "secret", "token"].iter().any(|s| name.contains(s)) {
         return "(hidden)".into();
     }
-    if let Some((scheme, rest)) = value.split_once("://")
-        && let Some((userinfo, host)) = rest.split_once('@')
-        && let Some((user, _)) = userinfo.split_once(':')
-    {
-        return format!("{scheme}://{user}:(hidden)@{host}");
-    }
-    value.to_owned()
+    crate::settings::mask_password(value, "(hidden)")
 }
 
 /// `pith config`: the table, or JSON keyed by setting.

@@ -45,11 +45,16 @@ pub fn is_postgres_url(s: &str) -> bool {
 
 /// `url` with its password masked, for logs and messages.
 pub fn redact_url(url: &str) -> String {
+    mask_password(url, "***")
+}
+
+/// `url` with its password, if it has one, replaced by `with`.
+pub fn mask_password(url: &str, with: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let Some(at) = rest[..authority_end].rfind('@') else { return url.to_owned() };
     match rest[..at].split_once(':') {
-        Some((user, _password)) => format!("{scheme}://{user}:***{}", &rest[at..]),
+        Some((user, _password)) => format!("{scheme}://{user}:{with}{}", &rest[at..]),
         None => url.to_owned(),
     }
 }

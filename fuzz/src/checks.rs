@@ -183,7 +183,7 @@ fn same_after_round_trip(c: Cursor) {
     assert_eq!(Cursor::decode(&s), Some(c), "{s}");
 }
 
-/// `LiveQuery`'s fields, which are private to `http::live`: the same names
+/// `LiveQuery`'s fields, which are private to `api::live`: the same names
 /// and types, so the same strings deserialize.
 #[derive(Deserialize)]
 struct LiveParams {

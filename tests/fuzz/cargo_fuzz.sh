@@ -2,7 +2,7 @@
 # Coverage-guided fuzzing of Pith's own parsers with cargo-fuzz (libFuzzer):
 # Markdown rendering, the live protocol (JSON messages and WebSocket client
 # frames), pagination cursors, listing/live query strings and the request
-# heads a parked connection answers itself (src/http/fast.rs). fuzz/ holds
+# heads a parked connection answers itself (src/net/fast.rs). fuzz/ holds
 # the targets; fuzz/src/checks.rs says what each one asserts.
 #
 # Bounded: each target runs PITH_FUZZ_SECONDS seconds (default 20), from

@@ -363,7 +363,7 @@ async fn raw_connect(addr: SocketAddr, query: &str) -> TcpStream {
     tcp
 }
 
-/// Only HTTP/1.1 connections hand their stream over (`http::idle`): an
+/// Only HTTP/1.1 connections hand their stream over (`net::idle`): an
 /// upgrade over HTTP/1.0 gets a 426 with the error shape, and no socket.
 #[tokio::test]
 async fn a_websocket_upgrade_not_over_http_1_1_is_refused_with_426() {

@@ -12,8 +12,8 @@ use super::extract::{Json, Path};
 use super::moderation::BanList;
 use crate::app::AppState;
 use crate::app::AuthUser;
-use crate::app::auth::{new_token, token_digest};
 use crate::app::moderation::{self, BanRequest};
+use crate::app::site;
 use crate::app::{AppError, AppResult};
 use crate::model::{SiteSettings, Timestamp};
 use crate::store::Store;
@@ -42,7 +42,7 @@ async fn put_settings<S: Store>(
     Json(settings): Json<SiteSettings>,
 ) -> AppResult<Response> {
     admin_only(&auth)?;
-    Ok(axum::Json(state.store.set_site_settings(&auth.user, settings).await?).into_response())
+    Ok(axum::Json(site::set_settings(&state, &auth.user, settings).await?).into_response())
 }
 
 #[derive(Deserialize)]
@@ -51,9 +51,6 @@ pub struct InviteRequest {
     #[serde(default)]
     expires_in_secs: Option<u64>,
 }
-
-/// Longest an invite may stay valid: a year.
-const MAX_INVITE_SECS: u64 = 366 * 86_400;
 
 #[derive(Serialize)]
 struct NewInvite {
@@ -69,16 +66,7 @@ async fn create_invite<S: Store>(
     Json(req): Json<InviteRequest>,
 ) -> AppResult<Response> {
     admin_only(&auth)?;
-    let expires_at = match req.expires_in_secs {
-        None => None,
-        Some(secs) if (1..=MAX_INVITE_SECS).contains(&secs) => Some(Timestamp(Timestamp::now().0 + secs as i64)),
-        Some(_) => {
-            return Err(AppError::Validation(format!("expires_in_secs must be between 1 and {MAX_INVITE_SECS}")));
-        }
-    };
-    // As random as a session token (256 bits), so it cannot be guessed.
-    let code = new_token();
-    let invite = state.store.create_invite(Some(&auth.user), token_digest(&code), expires_at).await?;
+    let (code, invite) = site::create_invite(&state, &auth.user, req.expires_in_secs).await?;
     let body = NewInvite { code, created_at: invite.created_at, expires_at: invite.expires_at };
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }

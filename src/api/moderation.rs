@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::extract::{Json, Path, Query};
 use crate::app::moderation::{self, BanRequest, ModRequest, check_name};
 use crate::app::{AppError, AppResult, AppState, AuthUser};
-use crate::model::{Ban, ModAction, ModLogEntry, Reason, Report, ReportStatus, User, VoteTarget};
+use crate::model::{Ban, ModAction, ModLogEntry, Report, ReportStatus, User, VoteTarget};
 use crate::store::{ListModLog, ListReports, Store};
 
 pub fn router<S: Store>() -> Router<AppState<S>> {
@@ -146,8 +146,7 @@ async fn report<S: Store>(
     target: VoteTarget,
     req: ReportRequest,
 ) -> AppResult<Response> {
-    let reason = Reason::parse(&req.reason, true)?;
-    let report = state.store.report(&auth.user, target, reason).await?;
+    let report = moderation::report(state, &auth.user, target, &req.reason).await?;
     Ok((StatusCode::CREATED, axum::Json(report)).into_response())
 }
 
@@ -220,11 +219,7 @@ async fn resolve_report<S: Store>(
     Path(id): Path<i64>,
     Json(req): Json<ResolveRequest>,
 ) -> AppResult<Response> {
-    let status = match ReportStatus::parse(&req.status) {
-        Some(s @ (ReportStatus::Resolved | ReportStatus::Dismissed)) => s,
-        _ => return Err(AppError::Validation("status must be resolved or dismissed".into())),
-    };
-    Ok(axum::Json(state.store.resolve_report(&auth.user, id, status).await?).into_response())
+    Ok(axum::Json(moderation::resolve_report(&state, &auth.user, id, &req.status).await?).into_response())
 }
 
 // ---------------------------------------------------------------------------

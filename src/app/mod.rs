@@ -7,6 +7,7 @@
 //! - `accounts`: register, log in and out, tokens.
 //! - `topics`, `posts`, `votes`, `moderation`, `communities`: the writes
 //!   of the forum.
+//! - `site`: site settings, invites, the first administrator.
 //! - `read`: a topic's rendered, cached answer; `text`: Markdown rendered
 //!   once, in the operation that writes it.
 //! - `apply`: a `Change` applied; `bus`: Changes to and from other nodes.
@@ -24,6 +25,7 @@ pub mod limits;
 pub mod moderation;
 pub mod posts;
 pub mod read;
+pub mod site;
 pub mod text;
 pub mod topics;
 pub mod votes;

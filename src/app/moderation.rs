@@ -1,12 +1,15 @@
 //! Moderation: remove, restore, lock and unlock; appoint and dismiss
-//! moderators; ban and unban, in a community or site-wide. Who may do what
+//! moderators; ban and unban, in a community or site-wide; report, and
+//! resolve reports. Who may do what
 //! is `model::policy`'s, over facts the store reads in the transaction
 //! that acts.
 
 use serde::Deserialize;
 
 use super::{AppError, AppResult, AppState, apply::apply, commit};
-use crate::model::{Ban, Change, ModAction, Moderated, Reason, Timestamp, User, Username, policy};
+use crate::model::{
+    Ban, Change, ModAction, Moderated, Reason, Report, ReportStatus, Timestamp, User, Username, VoteTarget, policy,
+};
 use crate::store::{NewBan, Store};
 
 /// Names in paths longer than this name nothing (community names are at
@@ -113,4 +116,25 @@ pub async fn unban<S: Store>(
     check_name(&user, "user")?;
     state.store.unban(actor, community, user).await?;
     Ok(())
+}
+
+/// Reports a topic or post to its community's moderators; the reason is
+/// required.
+pub async fn report<S: Store>(
+    state: &AppState<S>,
+    reporter: &User,
+    target: VoteTarget,
+    reason: &str,
+) -> AppResult<Report> {
+    let reason = Reason::parse(reason, true)?;
+    Ok(state.store.report(reporter, target, reason).await?)
+}
+
+/// Closes a report as resolved or dismissed; moderators only.
+pub async fn resolve_report<S: Store>(state: &AppState<S>, actor: &User, id: i64, status: &str) -> AppResult<Report> {
+    let status = match ReportStatus::parse(status) {
+        Some(s @ (ReportStatus::Resolved | ReportStatus::Dismissed)) => s,
+        _ => return Err(AppError::Validation("status must be resolved or dismissed".into())),
+    };
+    Ok(state.store.resolve_report(actor, id, status).await?)
 }

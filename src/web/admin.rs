@@ -15,8 +15,8 @@ use super::session::INVITE_COOKIE;
 use super::{Ctx, Session, capitalise, error_page, see_other};
 use crate::app::AppError;
 use crate::app::AppState;
-use crate::app::auth::{new_token, token_digest};
-use crate::model::{RegistrationMode, SiteSettings, Timestamp};
+use crate::app::site;
+use crate::model::{RegistrationMode, SiteSettings};
 use crate::store::Store;
 
 #[derive(Template)]
@@ -121,9 +121,9 @@ pub async fn settings<S: Store>(
     let Some(registration) = RegistrationMode::parse(&form.registration) else {
         return error_page(&ctx, AppError::Validation("registration must be open, closed or invite".into()));
     };
-    match state.store.set_site_settings(&user, SiteSettings { registration }).await {
+    match site::set_settings(&state, &user, SiteSettings { registration }).await {
         Ok(_) => see_other("/admin"),
-        Err(e) => error_page(&ctx, e.into()),
+        Err(e) => error_page(&ctx, e),
     }
 }
 
@@ -153,14 +153,12 @@ pub async fn invite<S: Store>(
     let Some((secs, _)) = INVITE_EXPIRIES.iter().find(|(s, _)| *s == form.expires.trim()) else {
         return error_page(&ctx, AppError::Validation("choose how long the code stays valid".into()));
     };
-    let expires_at = secs.parse::<i64>().ok().map(|s| Timestamp(Timestamp::now().0 + s));
-    let code = new_token();
-    match state.store.create_invite(Some(&user), token_digest(&code), expires_at).await {
-        Ok(_) => {
+    match site::create_invite(&state, &user, secs.parse::<u64>().ok()).await {
+        Ok((code, _)) => {
             let mut res = see_other("/admin#invite");
             res.headers_mut().append(header::SET_COOKIE, session.flash_cookie(INVITE_COOKIE, &code, "/admin"));
             res
         }
-        Err(e) => error_page(&ctx, e.into()),
+        Err(e) => error_page(&ctx, e),
     }
 }

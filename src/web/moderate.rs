@@ -19,7 +19,7 @@ use super::{Ctx, Session, capitalise, error_page, see_other};
 use crate::app::AppState;
 use crate::app::moderation::{self, ModRequest};
 use crate::app::{AppError, AppResult};
-use crate::model::{ModAction, ModLogEntry, Reason, Report, ReportStatus, VoteTarget};
+use crate::model::{ModAction, ModLogEntry, Report, ReportStatus, VoteTarget};
 use crate::store::{ListModLog, ListReports, PostSort, Store};
 
 /// Entries per page of the queue and the log.
@@ -199,8 +199,7 @@ pub async fn report<S: Store>(
     };
     let target = post.map_or(VoteTarget::Topic(topic), VoteTarget::Post);
     let sent = async {
-        let reason = Reason::parse(&form.reason, true)?;
-        state.store.report(&user, target, reason).await?;
+        moderation::report(&state, &user, target, &form.reason).await?;
         Ok::<_, AppError>(())
     };
     match sent.await {
@@ -342,13 +341,9 @@ pub async fn resolve<S: Store>(
         Err(res) => return *res,
     };
     let Ok(id) = id_of(&id, "report") else { return error_page(&ctx, bad_form()) };
-    let status = match ReportStatus::parse(&form.status) {
-        Some(s @ (ReportStatus::Resolved | ReportStatus::Dismissed)) => s,
-        _ => return error_page(&ctx, AppError::Validation("status must be resolved or dismissed".into())),
-    };
-    match state.store.resolve_report(&user, id, status).await {
+    match moderation::resolve_report(&state, &user, id, &form.status).await {
         Ok(_) => see_other(&back),
-        Err(e) => error_page(&ctx, e.into()),
+        Err(e) => error_page(&ctx, e),
     }
 }
 

@@ -13,10 +13,8 @@ use serde::Deserialize;
 use super::forms::csrf_refused;
 use super::{Ctx, Session, capitalise, error_page};
 use crate::app::AppState;
-use crate::app::accounts::blocking;
-use crate::app::auth::hash_password;
 use crate::app::{AppError, AppResult};
-use crate::model::{Password, User, Username};
+use crate::model::User;
 use crate::store::Store;
 
 #[derive(Template)]
@@ -99,8 +97,5 @@ pub async fn create<S: Store>(
 }
 
 async fn create_admin<S: Store>(state: &AppState<S>, form: &SetupForm) -> AppResult<User> {
-    let name = Username::parse(form.username.trim())?;
-    let password = Password::parse(&form.password)?;
-    let hash = blocking(move || hash_password(password.as_str())).await?.map_err(AppError::Internal)?;
-    Ok(state.store.create_first_admin(name, hash).await?)
+    crate::app::site::create_first_admin(state, form.username.trim(), &form.password).await
 }

@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use super::{AppError, AppResult, AppState, AuthUser};
 use crate::cache::{Rendered, Variant};
-use crate::model::{Post, Restricted, Timestamp, Topic, Viewer, redact};
+use crate::model::policy::{self, BanFacts, ItemFacts, Kind, TopicFacts};
+use crate::model::{Post, Restricted, Timestamp, Topic, User, Viewer, redact};
 use crate::store::{PostSort, Store};
 
 /// `?html=`: whether a topic's post list carries `body_html` too.
@@ -146,6 +147,44 @@ pub async fn render<S: Store>(
     .await
     .map_err(|e| AppError::Internal(e.to_string()))??;
     Ok(rendered)
+}
+
+/// The Markdown an edit form starts from: the topic's body, or that of
+/// its post `post`, when `user` may edit it as the API's edit decides
+/// (`policy::may_edit`: the author or an admin, nothing deleted, nothing a
+/// moderator removed). Bans are left to the edit itself, which says why.
+/// Anyone else gets the edit's refusal (403, or 404 for what is deleted or
+/// not there), never the source of someone else's or of removed text.
+pub async fn edit_source<S: Store>(
+    state: &AppState<S>,
+    user: &User,
+    topic: i64,
+    post: Option<i64>,
+) -> AppResult<String> {
+    let (t, posts) = state.store.topic_with_posts(topic, PostSort::Old).await?;
+    let facts = TopicFacts {
+        deleted: t.deleted,
+        removed: t.removed,
+        locked: t.locked,
+        author_id: t.author_id,
+        community_id: t.community_id,
+    };
+    let (item, body) = match post {
+        None => (ItemFacts::of_topic(facts), t.body.unwrap_or_default()),
+        Some(id) => {
+            let p = posts.into_iter().find(|p| p.id == id).ok_or(AppError::not_found("post"))?;
+            let item = ItemFacts {
+                kind: Kind::Post,
+                author_id: p.author_id,
+                deleted: p.deleted,
+                removed: p.removed,
+                topic: facts,
+            };
+            (item, p.body)
+        }
+    };
+    policy::may_edit(user, &item, &BanFacts::default(), Timestamp::now())?;
+    Ok(body)
 }
 
 /// The viewer behind the request's token when they may see more of this

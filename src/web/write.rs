@@ -1,5 +1,6 @@
 //! Forms that write: submit a topic, edit and delete one's topics and
-//! posts. Each re-renders its form with the error (4xx) when refused, and
+//! posts. An edit form is shown only to whom the edit would be allowed
+//! (`app::read::edit_source`). Each re-renders its form with the error (4xx) when refused, and
 //! redirects (303) when done.
 
 use askama::Template;
@@ -13,7 +14,7 @@ use super::forms::{CsrfForm, authorise, bad_form, id_of, login_first, shown_on_f
 use super::{Ctx, Session, capitalise, error_page, see_other};
 use crate::app::limits::ClientIp;
 use crate::app::{AppError, AppResult};
-use crate::app::{AppState, posts, topics};
+use crate::app::{AppState, posts, read, topics};
 use crate::model::{Body, Community, CommunityName, User};
 use crate::store::{PostSort, Store};
 
@@ -140,13 +141,10 @@ pub async fn edit_topic_form<S: Store>(
     Path(id): Path<String>,
 ) -> Response {
     let ctx = Ctx::new(&session, &uri);
-    if ctx.user.is_none() {
-        return login_first(&ctx.here);
-    }
+    let Some(user) = &ctx.user else { return login_first(&ctx.here) };
     let found = async {
         let id = id_of(&id, "topic")?;
-        let (topic, _) = state.store.topic_with_posts(id, PostSort::Old).await?;
-        Ok::<_, AppError>((id, topic.body.unwrap_or_default()))
+        Ok::<_, AppError>((id, read::edit_source(&state, user, id, None).await?))
     };
     match found.await {
         Ok((id, body)) => ctx.page(StatusCode::OK, &edit_topic_page(&ctx, id, body, None)),
@@ -237,14 +235,10 @@ pub async fn edit_post_form<S: Store>(
     Path((topic, post)): Path<(String, String)>,
 ) -> Response {
     let ctx = Ctx::new(&session, &uri);
-    if ctx.user.is_none() {
-        return login_first(&ctx.here);
-    }
+    let Some(user) = &ctx.user else { return login_first(&ctx.here) };
     let found = async {
         let (topic, post) = (id_of(&topic, "topic")?, id_of(&post, "post")?);
-        let (_, posts) = state.store.topic_with_posts(topic, PostSort::Old).await?;
-        let p = posts.into_iter().find(|p| p.id == post && !p.deleted).ok_or(AppError::not_found("post"))?;
-        Ok::<_, AppError>((topic, post, p.body))
+        Ok::<_, AppError>((topic, post, read::edit_source(&state, user, topic, Some(post)).await?))
     };
     match found.await {
         Ok((topic, post, body)) => ctx.page(StatusCode::OK, &edit_post_page(&ctx, topic, post, body, None)),

@@ -13,6 +13,9 @@ use reqwest::Method;
 
 use crate::support::helpers::{Reply, TestApp, fetch, spawn_app, spawn_app_limited};
 
+/// Issue 26's regressions: edit forms, CSRF by cookie tossing, redirects.
+mod security;
+
 /// A browser without JavaScript: keeps cookies, follows no redirects.
 struct Browser<'a> {
     app: &'a TestApp,

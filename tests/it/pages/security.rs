@@ -1,0 +1,68 @@
+//! Regressions of issue 26's probe of the forms (docs/SECURITY.md, "The
+//! browser"): removed content through the edit forms, CSRF by cookie
+//! tossing, and the open-redirect filter.
+
+use reqwest::Method;
+use serde_json::json;
+
+use super::{Browser, appoint, signed_in, text};
+use crate::support::helpers::spawn_app;
+
+/// What the edit form answers (status, whether `secret` shows) and what
+/// the API's edit answers, for one user's browser and token.
+async fn form_and_api(b: &mut Browser<'_>, token: &str, form: &str, api: &str, secret: &str) -> (u16, bool, u16) {
+    let r = b.get(form).await;
+    let shown = text(&r).contains(secret);
+    let (api_status, _) = b.app.patch(api, Some(token), json!({"body": "edited"})).await;
+    (r.status, shown, api_status)
+}
+
+#[tokio::test]
+async fn edit_forms_are_the_authors_only_and_never_show_removed_content() {
+    let app = spawn_app().await;
+    app.community("rust").await;
+    let (mut alice, alice_t) = signed_in(&app, "alice").await;
+    let (mut bob, bob_t) = signed_in(&app, "bob").await;
+    let (mut carol, carol_t) = signed_in(&app, "carol").await;
+    let (mut mona, mona_t) = signed_in(&app, "mona").await;
+    appoint(&app, "rust", "mona").await;
+    let (status, body) = app
+        .post("/api/v1/communities/rust/topics", Some(&alice_t), json!({"title": "T", "body": "topic-secret-source"}))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let topic = body["id"].as_i64().expect("id");
+    let post = app.reply(topic, &bob_t, None, "post-secret-source").await;
+    let (tf, ta) = (format!("/t/{topic}/edit"), format!("/api/v1/topics/{topic}"));
+    let (pf, pa) = (format!("/t/{topic}/p/{post}/edit"), format!("/api/v1/posts/{post}"));
+
+    // Before any removal: the authors get their forms, with their text.
+    assert_eq!(alice.get(&tf).await.status, 200);
+    assert!(text(&alice.get(&tf).await).contains("topic-secret-source"));
+    assert!(text(&bob.get(&pf).await).contains("post-secret-source"));
+    // Anyone else gets what the API's edit answers (403), without the text.
+    for (b, t) in [(&mut carol, &carol_t), (&mut mona, &mona_t)] {
+        assert_eq!(form_and_api(b, t, &tf, &ta, "topic-secret-source").await, (403, false, 403));
+        assert_eq!(form_and_api(b, t, &pf, &pa, "post-secret-source").await, (403, false, 403));
+    }
+
+    // A moderator removes the post, then the topic: nobody gets a form
+    // for removed content (an edit of it is refused), nor its text.
+    let (status, _) = app.post(&format!("/api/v1/posts/{post}/remove"), Some(&mona_t), json!({})).await;
+    assert_eq!(status, 204);
+    for (b, t) in [(&mut bob, &bob_t), (&mut carol, &carol_t)] {
+        assert_eq!(form_and_api(b, t, &pf, &pa, "post-secret-source").await, (403, false, 403));
+    }
+    let (status, _) = app.post(&format!("/api/v1/topics/{topic}/remove"), Some(&mona_t), json!({})).await;
+    assert_eq!(status, 204);
+    for (b, t) in [(&mut alice, &alice_t), (&mut carol, &carol_t)] {
+        assert_eq!(form_and_api(b, t, &tf, &ta, "topic-secret-source").await, (403, false, 403));
+    }
+    for (b, t) in [(&mut bob, &bob_t), (&mut carol, &carol_t)] {
+        assert_eq!(form_and_api(b, t, &pf, &pa, "post-secret-source").await, (403, false, 403));
+    }
+    // Nothing was edited by the probes.
+    let (_, body) = app.send(Method::GET, &ta, Some(&mona_t), None).await;
+    assert_eq!(body["topic"]["body"], "topic-secret-source", "{body}");
+    // A post that is not in the topic, or a deleted one, is not found.
+    assert_eq!(alice.get(&format!("/t/{topic}/p/999999/edit")).await.status, 404);
+}

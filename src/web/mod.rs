@@ -44,7 +44,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 pub use session::Session;
@@ -256,14 +256,26 @@ fn capitalise(s: &str) -> String {
     }
 }
 
-/// 303 See Other: the answer to every successful form post.
+/// 303 See Other: the answer to every successful form post. A target no
+/// header can hold (a bug: callers pass `local_path`s or paths they built)
+/// goes home rather than failing after the work was done.
 pub fn see_other(to: &str) -> Response {
-    Redirect::to(to).into_response()
+    let to = HeaderValue::from_str(to).unwrap_or(HeaderValue::from_static("/"));
+    (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response()
 }
 
-/// `to` when it is a path on this site, else `/` (no open redirects).
+/// `to` when it is a path on this site, else `/` (no open redirects):
+/// one leading `/` (a second would make `//host`), printable ASCII only
+/// (no whitespace or control characters, which browsers strip or a header
+/// refuses, and no raw non-ASCII), no backslash (read as `/`), and a valid
+/// path and query before any `#`. Browsers send non-ASCII percent-encoded,
+/// so no path of this site is refused.
 pub fn local_path(to: &str) -> &str {
-    let ok = to.starts_with('/') && !to.starts_with("//") && !to.contains('\\') && !to.contains(['\r', '\n']);
+    let path = to.split('#').next().unwrap_or_default();
+    let ok = to.starts_with('/')
+        && !to.starts_with("//")
+        && to.bytes().all(|b| b.is_ascii_graphic() && b != b'\\')
+        && path.parse::<axum::http::uri::PathAndQuery>().is_ok();
     if ok { to } else { "/" }
 }
 
@@ -318,5 +330,12 @@ mod tests {
         assert_eq!(local_path("//evil.example/"), "/");
         assert_eq!(local_path("https://evil.example/"), "/");
         assert_eq!(local_path("/\\evil.example"), "/");
+        assert_eq!(local_path("/c?sort=new&t=week"), "/c?sort=new&t=week");
+        assert_eq!(local_path("/search?q=caf%C3%A9"), "/search?q=caf%C3%A9");
+        for hostile in
+            ["/\t/evil.example/x", "/\u{b}/evil.example", "/\u{c}/evil.example", "/ /x", "/\u{a0}x", "/é", ""]
+        {
+            assert_eq!(local_path(hostile), "/", "{hostile:?}");
+        }
     }
 }

@@ -5,7 +5,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use super::{Browser, appoint, signed_in, text};
+use super::{Browser, appoint, signed_in, text, user_with_password};
 use crate::support::helpers::spawn_app;
 
 /// What the edit form answers (status, whether `secret` shows) and what
@@ -65,4 +65,31 @@ async fn edit_forms_are_the_authors_only_and_never_show_removed_content() {
     assert_eq!(body["topic"]["body"], "topic-secret-source", "{body}");
     // A post that is not in the topic, or a deleted one, is not found.
     assert_eq!(alice.get(&format!("/t/{topic}/p/999999/edit")).await.status, 404);
+}
+
+
+#[tokio::test]
+async fn redirects_after_login_and_votes_stay_on_this_site_whatever_the_path_holds() {
+    let app = spawn_app().await;
+    let topic = super::forum(&app).await;
+    user_with_password(&app, "gina", "password123").await;
+    let hostile =
+        ["/\t/evil.example/x", "/\u{b}/evil.example/x", "/\u{c}/evil.example/x", "/ /evil.example", "/\\evil"];
+    for next in hostile {
+        let mut b = Browser::new(&app);
+        let r =
+            b.submit("/login", "/login", &[("username", "gina"), ("password", "password123"), ("next", next)]).await;
+        assert_eq!((r.status, r.header("location")), (303, Some("/")), "{next:?}");
+    }
+    // The login page does not carry it into its form either.
+    let mut b = Browser::new(&app);
+    let html = text(&b.get("/login?next=/%09/evil.example/x").await);
+    assert!(html.contains("name=\"next\" value=\"/\""), "{html}");
+    // A vote's `back` is held to the same rule.
+    let (mut voter, _) = signed_in(&app, "vic").await;
+    let page = format!("/t/{topic}");
+    let r = voter.submit(&page, &format!("/t/{topic}/vote"), &[("value", "1"), ("back", "/\u{c}/evil.example")]).await;
+    assert_eq!((r.status, r.header("location")), (303, Some("/")));
+    let r = voter.submit(&page, &format!("/t/{topic}/vote"), &[("value", "1"), ("back", &page)]).await;
+    assert_eq!(r.header("location"), Some(page.as_str()), "a path on this site is kept");
 }

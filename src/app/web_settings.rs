@@ -1,10 +1,12 @@
 //! What `pith serve` sets for the HTML forum once the state is built:
-//! whether cookies are `Secure`, and the first run's one-time setup link.
+//! whether cookies are `Secure`, and the first run's one-time setup link;
+//! and the key that signs the signed-out forms' CSRF tokens.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::http::HeaderMap;
+use rand::RngCore;
 use subtle::ConstantTimeEq;
 
 use super::auth::{new_token, token_digest};
@@ -27,6 +29,9 @@ pub struct WebSettings {
     secure_cookies: AtomicBool,
     /// The first run's one-time setup link (`web::setup`).
     pub setup: SetupToken,
+    /// Signs the CSRF token of a signed-out form (log in, register, setup)
+    /// over its pre-session cookie (`web::session`).
+    pub csrf_key: CsrfKey,
 }
 
 impl WebSettings {
@@ -43,6 +48,33 @@ impl WebSettings {
                 .get("x-forwarded-proto")
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
+    }
+}
+
+/// A server secret for the signed-out forms' CSRF tokens: 32 random bytes
+/// made at start-up and held only in memory. A restart (or another node
+/// of a cluster) makes signed-out forms already served fail their check
+/// once: reloading the page gives a new token.
+pub struct CsrfKey([u8; 32]);
+
+impl Default for CsrfKey {
+    fn default() -> Self {
+        let mut key = [0u8; 32];
+        rand::rng().fill_bytes(&mut key);
+        CsrfKey(key)
+    }
+}
+
+impl CsrfKey {
+    pub fn bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+/// Never printed.
+impl std::fmt::Debug for CsrfKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CsrfKey(..)")
     }
 }
 

@@ -5,10 +5,18 @@
 //! through the same token cache, revoked the same way at logout.
 //!
 //! CSRF: a signed-in form carries HMAC-SHA256(session token, "pith-csrf");
-//! only a page served to that session can know it. An anonymous form
-//! (login, register) carries the value of a random `pith_csrf` cookie
-//! (double submit): a cross-site page can neither read nor set it. Both
+//! only a page served to that session can know it, and a signed-in post
+//! is checked against nothing else. An anonymous form (login, register,
+//! setup) carries HMAC-SHA256(server key, "pith-anon-csrf" + the random
+//! value of its `pith_csrf` pre-session cookie): a value a same-site page
+//! tosses into the cookie jar comes with no token the server signed. Both
 //! are compared in constant time.
+//!
+//! Over TLS every cookie here is named with the `__Host-` prefix (so
+//! `__Host-pith_session`): a browser takes such a cookie only from a
+//! secure origin, with `Path=/` and no `Domain`, so neither a sibling
+//! subdomain nor a plain-HTTP page on the host can set it; the plain names
+//! are then not read at all.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -25,6 +33,8 @@ use crate::store::Store;
 
 pub const SESSION_COOKIE: &str = "pith_session";
 pub const CSRF_COOKIE: &str = "pith_csrf";
+/// Over TLS, the session and CSRF cookies' names start with this.
+const HOST_PREFIX: &str = "__Host-";
 /// A new invite code, from the form that made it to the page that shows
 /// it once (`/admin`).
 pub const INVITE_COOKIE: &str = "pith_invite";
@@ -39,8 +49,10 @@ pub struct Session {
     pub user: Option<User>,
     /// The session token from the cookie, when it is valid.
     token: Option<String>,
-    /// The anonymous double-submit value, from the cookie or new.
+    /// The pre-session cookie's random value, from the cookie or new.
     anon: String,
+    /// The anonymous forms' token: `anon` signed with the server's key.
+    anon_signed: String,
     /// The anonymous cookie must be set on the response (it was missing).
     anon_is_new: bool,
     secure: bool,
@@ -51,7 +63,8 @@ impl<S: Store> FromRequestParts<AppState<S>> for Session {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState<S>) -> Result<Self, Self::Rejection> {
         let secure = state.web.secure(&parts.headers);
-        let token = cookie(&parts.headers, SESSION_COOKIE).filter(|t| !t.is_empty() && t.len() <= 128);
+        let token =
+            cookie(&parts.headers, &cookie_name(SESSION_COOKIE, secure)).filter(|t| !t.is_empty() && t.len() <= 128);
         let mut user = None;
         let mut valid_token = None;
         if let Some(token) = token {
@@ -67,12 +80,13 @@ impl<S: Store> FromRequestParts<AppState<S>> for Session {
                 valid_token = Some(token.to_owned());
             }
         }
-        let existing = cookie(&parts.headers, CSRF_COOKIE).filter(|v| v.len() == 43);
+        let existing = cookie(&parts.headers, &cookie_name(CSRF_COOKIE, secure)).filter(|v| v.len() == 43);
         let (anon, anon_is_new) = match existing {
             Some(v) => (v.to_owned(), false),
             None => (new_token(), true),
         };
-        Ok(Session { user, token: valid_token, anon, anon_is_new, secure })
+        let anon_signed = anon_csrf(state.web.csrf_key.bytes(), &anon);
+        Ok(Session { user, token: valid_token, anon, anon_signed, anon_is_new, secure })
     }
 }
 
@@ -81,17 +95,22 @@ impl Session {
     pub fn csrf(&self) -> String {
         match &self.token {
             Some(t) => signed_csrf(t),
-            None => self.anon.clone(),
+            None => self.anon_signed.clone(),
         }
     }
 
-    /// True when `sent` is this session's token, or the anonymous cookie's.
+    /// True when `sent` is this session's token; without a session, the
+    /// server's signature of the pre-session cookie. With a session nothing
+    /// else counts: whatever the cookie jar holds, a page that does not
+    /// know the session token cannot post as it.
     pub fn csrf_ok(&self, sent: &str) -> bool {
         let eq = |want: &str| bool::from(want.as_bytes().ct_eq(sent.as_bytes()));
-        let signed = self.token.as_deref().is_some_and(|t| eq(&signed_csrf(t)));
-        // The anonymous value counts only when it came in a cookie: a new
-        // one was never sent to a form.
-        signed || (!self.anon_is_new && eq(&self.anon))
+        match &self.token {
+            Some(t) => eq(&signed_csrf(t)),
+            // Only a cookie that came with the request: a new one was
+            // never sent to a form.
+            None => !self.anon_is_new && eq(&self.anon_signed),
+        }
     }
 
     /// The digest of the session token, for logout.
@@ -127,6 +146,19 @@ fn signed_csrf(token: &str) -> String {
     URL_SAFE_NO_PAD.encode(hmac_sha256(token.as_bytes(), b"pith-csrf"))
 }
 
+/// HMAC-SHA256(key = the server's key, "pith-anon-csrf" + the pre-session
+/// cookie's value), base64url: a different message from `signed_csrf`'s,
+/// so neither token stands for the other.
+fn anon_csrf(key: &[u8], cookie: &str) -> String {
+    let msg = [b"pith-anon-csrf".as_slice(), cookie.as_bytes()].concat();
+    URL_SAFE_NO_PAD.encode(hmac_sha256(key, &msg))
+}
+
+/// The session and CSRF cookies' name: `__Host-` prefixed over TLS.
+fn cookie_name(base: &str, secure: bool) -> String {
+    if secure { format!("{HOST_PREFIX}{base}") } else { base.to_owned() }
+}
+
 /// RFC 2104, written out: it is the only HMAC the server needs.
 fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
     const BLOCK: usize = 64;
@@ -141,8 +173,9 @@ fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
     Sha256::new().chain_update(pad(0x5c)).chain_update(inner).finalize().into()
 }
 
-fn cookie_header(name: &str, value: &str, max_age: Option<u64>, secure: bool) -> HeaderValue {
-    cookie_at(name, value, "/", max_age, secure)
+/// A session or CSRF cookie: at `/`, named for `secure` (`cookie_name`).
+fn cookie_header(base: &str, value: &str, max_age: Option<u64>, secure: bool) -> HeaderValue {
+    cookie_at(&cookie_name(base, secure), value, "/", max_age, secure)
 }
 
 fn cookie_at(name: &str, value: &str, path: &str, max_age: Option<u64>, secure: bool) -> HeaderValue {
@@ -198,7 +231,18 @@ mod tests {
     #[test]
     fn session_cookies_are_http_only_lax_and_secure_when_asked() {
         let c = cookie_header(SESSION_COOKIE, "t", Some(60), true);
-        assert_eq!(c, "pith_session=t; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure");
-        assert!(!cookie_header(SESSION_COOKIE, "t", None, false).to_str().unwrap_or("").contains("Secure"));
+        assert_eq!(c, "__Host-pith_session=t; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure");
+        let plain = cookie_header(SESSION_COOKIE, "t", None, false);
+        assert_eq!(plain, "pith_session=t; Path=/; HttpOnly; SameSite=Lax");
+    }
+
+    #[test]
+    fn an_anonymous_token_is_the_servers_signature_of_its_cookie() {
+        let (a, b) = ([1u8; 32], [2u8; 32]);
+        assert_eq!(anon_csrf(&a, "cookie"), anon_csrf(&a, "cookie"));
+        assert_ne!(anon_csrf(&a, "cookie"), anon_csrf(&b, "cookie"), "another key, another token");
+        assert_ne!(anon_csrf(&a, "cookie"), anon_csrf(&a, "cookie2"));
+        assert_ne!(anon_csrf(&a, "cookie"), "cookie");
+        assert_eq!(anon_csrf(&a, "cookie").len(), 43);
     }
 }

@@ -5,7 +5,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use super::{Browser, appoint, signed_in, text, user_with_password};
+use super::{Browser, appoint, csrf_of, signed_in, text, user_with_password};
 use crate::support::helpers::spawn_app;
 
 /// What the edit form answers (status, whether `secret` shows) and what
@@ -67,6 +67,59 @@ async fn edit_forms_are_the_authors_only_and_never_show_removed_content() {
     assert_eq!(alice.get(&format!("/t/{topic}/p/999999/edit")).await.status, 404);
 }
 
+/// A cookie planted for this site by a same-site page (another port, a
+/// sibling subdomain): the attacker chooses its name and value.
+const TOSSED: &str = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+
+#[tokio::test]
+async fn a_tossed_csrf_cookie_neither_posts_as_the_victim_nor_logs_them_in() {
+    let app = spawn_app().await;
+    app.community("rust").await;
+    user_with_password(&app, "victim", "password123").await;
+    user_with_password(&app, "mallory", "password123").await;
+    let mut victim = Browser::new(&app);
+    assert_eq!(victim.login("victim", "password123").await.status, 303);
+    // The victim, signed in, carries the attacker's cookie; the attacker's
+    // page posts the same value in the form.
+    victim.cookies.insert("pith_csrf".into(), TOSSED.into());
+    let form = [("csrf", TOSSED), ("community", "rust"), ("title", "Tossed"), ("body", "x")];
+    assert_eq!(victim.post("/submit", &form).await.status, 403, "the session's token only");
+    // Login CSRF: a fresh browser with the tossed cookie and field.
+    let mut fresh = Browser::new(&app);
+    fresh.cookies.insert("pith_csrf".into(), TOSSED.into());
+    let login = [("csrf", TOSSED), ("username", "mallory"), ("password", "password123"), ("next", "/")];
+    let r = fresh.post("/login", &login).await;
+    assert_eq!(r.status, 403);
+    assert!(!fresh.cookies.contains_key("pith_session"), "no session was started");
+    // The login form's token is not its cookie's value: the server signs it.
+    let mut b = Browser::new(&app);
+    let field = csrf_of(&text(&b.get("/login").await));
+    assert_ne!(Some(&field), b.cookies.get("pith_csrf"));
+    assert_eq!(b.login("mallory", "password123").await.status, 303, "the signed token logs in");
+    assert!(app.list("/api/v1/communities/rust/topics?sort=new").await.0.is_empty(), "nothing was posted");
+}
+
+#[tokio::test]
+async fn over_tls_cookies_are_host_prefixed_and_plain_names_are_ignored() {
+    let app = spawn_app().await;
+    app.state.web.set_secure_cookies(true);
+    user_with_password(&app, "tina", "password123").await;
+    let mut b = Browser::new(&app);
+    let r = b.get("/login").await;
+    let cookie = r.header("set-cookie").expect("csrf cookie").to_owned();
+    assert!(cookie.starts_with("__Host-pith_csrf=") && cookie.contains("; Secure") && cookie.contains("Path=/"));
+    let r = b.login("tina", "password123").await;
+    assert_eq!(r.status, 303);
+    let session = b.cookies.get("__Host-pith_session").expect("a __Host- session cookie").clone();
+    assert!(text(&b.get("/").await).contains("href=\"/u/tina\""), "signed in");
+    // A plain-named cookie (which any same-site page may set) is not read.
+    let mut plain = Browser::new(&app);
+    plain.cookies.insert("pith_session".into(), session);
+    assert!(!text(&plain.get("/").await).contains("href=\"/u/tina\""));
+    let r = b.submit("/", "/logout", &[]).await;
+    assert_eq!(r.status, 303);
+    assert!(r.header("set-cookie").expect("cleared").starts_with("__Host-pith_session=;"));
+}
 
 #[tokio::test]
 async fn redirects_after_login_and_votes_stay_on_this_site_whatever_the_path_holds() {

@@ -739,3 +739,67 @@ async fn two_thousand_idle_subscribers_cost_the_server_little_memory() {
     assert!(per_socket < 4096, "{per_socket} bytes per socket");
     drop(sockets);
 }
+
+/// RFC 6455 5.5.1: a close body, if any, starts with a two-byte code, so a
+/// one-byte body is a protocol error (1002), not a normal close. Checked
+/// from a raw socket and with tungstenite as the client, which reads the
+/// server's close frame by its own rules.
+#[tokio::test]
+async fn a_close_frame_with_a_one_byte_payload_is_answered_with_1002() {
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Control, OpCode};
+    use tokio_tungstenite::tungstenite::protocol::frame::{Frame, FrameHeader};
+
+    let app = spawn_live(|_| {}).await;
+    let mut raw = raw_connect(app.addr, "").await;
+    raw.write_all(&pith::live::frame::frame(8, &[3], Some([7, 7, 7, 7]))).await.expect("write");
+    assert_eq!(read_until_close(&mut raw).await, Some(1002));
+
+    let (mut ws, _) = app.connect("").await;
+    let header = FrameHeader { opcode: OpCode::Control(Control::Close), ..FrameHeader::default() };
+    ws.send(Message::Frame(Frame::from_payload(header, vec![3u8].into()))).await.expect("send");
+    let reply = loop {
+        match tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("a close within 5 s") {
+            Some(Ok(Message::Close(frame))) => break frame,
+            Some(Ok(_)) => continue,
+            other => panic!("expected a close frame, got {other:?}"),
+        }
+    };
+    assert_eq!(reply.map(|f| f.code), Some(CloseCode::Protocol));
+
+    // A well-formed close is still echoed, and the closing handshake ends
+    // cleanly for tungstenite.
+    let (mut ws, _) = app.connect("").await;
+    ws.close(None).await.expect("close");
+    let end = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(msg) = ws.next().await {
+            msg?;
+        }
+        Ok::<_, tokio_tungstenite::tungstenite::Error>(())
+    })
+    .await
+    .expect("the server hangs up within 5 s");
+    assert!(end.is_ok(), "{end:?}");
+    app.stop().await;
+}
+
+/// docs/LIVE.md: unknown fields are refused, in every message.
+#[tokio::test]
+async fn unknown_fields_in_a_client_message_are_refused_with_invalid_message() {
+    let app = spawn_live(|_| {}).await;
+    let (mut ws, _) = app.connect("").await;
+    for msg in [
+        json!({"op": "ping", "extra": 1}),
+        json!({"op": "auth", "token": "t", "extra": 1}),
+        json!({"op": "subscribe", "topics": [1], "extra": true}),
+        json!({"op": "unsubscribe", "topic": [1]}),
+    ] {
+        send_json(&mut ws, msg.clone()).await;
+        let reply = next_json(&mut ws).await;
+        assert_eq!(reply["type"], "error", "{msg} -> {reply}");
+        assert_eq!(reply["error"]["code"], "invalid_message", "{msg} -> {reply}");
+        let text = reply["error"]["message"].as_str().expect("message");
+        assert!(text.starts_with("unknown field `"), "{msg} -> {text}");
+    }
+    assert_nothing_pending(&mut ws).await;
+    app.stop().await;
+}

@@ -79,9 +79,11 @@ impl Conn {
                 Ok(())
             }
             OP_CLOSE => {
+                // RFC 6455 5.5.1: a body starts with a two-byte code.
                 let code = match *payload {
+                    [] => close::NORMAL,
+                    [_] => return Err(Stop::Close(close::PROTOCOL, "a close body of one byte")),
                     [a, b, ..] => u16::from_be_bytes([a, b]),
-                    _ => close::NORMAL,
                 };
                 let valid = matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999);
                 Err(Stop::Close(if valid { code } else { close::PROTOCOL }, ""))
@@ -128,7 +130,7 @@ impl Conn {
         };
         match proto::parse(text) {
             Err(e) => self.send_error("invalid_message", &e),
-            Ok(Request::Ping) => self.send_opt(text_frame(&Out::Pong)),
+            Ok(Request::Ping {}) => self.send_opt(text_frame(&Out::Pong)),
             Ok(Request::Subscribe { topics, communities }) => self.subscribe(&topics, &communities),
             Ok(Request::Unsubscribe { topics, communities }) => self.unsubscribe(&topics, &communities),
             Ok(Request::Auth { token }) => self.auth(token),

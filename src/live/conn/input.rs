@@ -167,6 +167,12 @@ impl Conn {
         if self.member.keys().any(|k| matches!(k, Key::Inbox(_))) {
             return self.send_error("already_authenticated", "this connection is already authenticated");
         }
+        if !self.member.may_auth() {
+            return self.send_error(
+                "origin_not_allowed",
+                "a page of this origin may follow public topics but not open an inbox",
+            );
+        }
         if self.extra.as_ref().is_some_and(|e| e.auth.is_some()) {
             return self.send_error("busy", "a token is already being checked");
         }

@@ -53,7 +53,7 @@ async fn websocket<S: Store>(
         ));
     };
     let (ip, bearer) = caller(&req);
-    let member = join(&state, &q, ip, bearer).await?;
+    let member = join(&state, &q, ip, bearer, own_origin(&state, &req)).await?;
     tokio::spawn(crate::live::conn::handed_off(socket, member));
     Ok((
         StatusCode::SWITCHING_PROTOCOLS,
@@ -72,7 +72,7 @@ async fn sse<S: Store>(
     req: Request,
 ) -> AppResult<Response> {
     let (ip, bearer) = caller(&req);
-    let member = join(&state, &q, ip, bearer).await?;
+    let member = join(&state, &q, ip, bearer, own_origin(&state, &req)).await?;
     let headers = [
         (header::CONTENT_TYPE, "text/event-stream"),
         (header::CACHE_CONTROL, "no-cache"),
@@ -129,22 +129,56 @@ fn caller(req: &Request) -> (IpAddr, Option<String>) {
     (ip, bearer)
 }
 
+/// Whether the request comes from no browser page, or from one of the
+/// site's own or an allowed origin (`live::origin`): only those may open
+/// an inbox.
+fn own_origin<S: Store>(state: &AppState<S>, req: &Request) -> bool {
+    let header = |name| {
+        let mut values = req.headers().get_all(name).iter();
+        match (values.next(), values.next()) {
+            (Some(v), None) => Ok(Some(v.as_bytes())),
+            (None, _) => Ok(None),
+            _ => Err(()),
+        }
+    };
+    // HTTP/2 names the host in the URI instead of `Host`.
+    let authority = req.uri().authority().map(|a| a.as_str().as_bytes());
+    match (header(header::ORIGIN), header(header::HOST)) {
+        (Ok(origin), Ok(host)) => state.live.limits().allowed_origins.allow(origin, host.or(authority)),
+        _ => false,
+    }
+}
+
 /// Takes a connection slot and subscribes it to what the query asks for
-/// (plus the inbox, with a valid token).
+/// (plus the inbox, with a valid token, unless a foreign page asks).
 async fn join<S: Store>(
     state: &AppState<S>,
     q: &LiveQuery,
     ip: IpAddr,
     bearer: Option<String>,
+    own_origin: bool,
 ) -> AppResult<Membership> {
     let hub = &state.live;
     let keys = proto::query_keys(q.topics.as_deref(), q.communities.as_deref(), hub.limits().max_subscriptions)
         .map_err(|m| AppError::BadRequest("invalid_query", m))?;
-    let user = match q.token.clone().or(bearer) {
+    let token = q.token.clone().or(bearer);
+    if token.is_some() && !own_origin {
+        // Refused before the token is looked at: a foreign page learns
+        // nothing about it.
+        return Err(AppError::Rejected(
+            StatusCode::FORBIDDEN,
+            "origin_not_allowed",
+            "a page of this origin may follow public topics but not open an inbox (see --live-allowed-origins)".into(),
+        ));
+    }
+    let user = match token {
         Some(token) => Some(user_id(state, token.trim()).await?.ok_or(AppError::Unauthorized)?),
         None => None,
     };
     let mut member = Membership::join(hub, ip).map_err(refused)?;
+    if !own_origin {
+        member.forbid_auth();
+    }
     for key in keys.into_iter().chain(user.map(Key::Inbox)) {
         member.add(key).map_err(refused)?;
     }

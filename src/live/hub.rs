@@ -24,6 +24,7 @@ use tokio::sync::broadcast;
 use super::beat::{BUCKETS, Clock};
 
 use super::LiveConfig;
+use super::origin::Origins;
 
 /// Most often a `score` event goes out for one post or topic.
 pub const SCORE_EVERY: Duration = Duration::from_secs(1);
@@ -83,6 +84,8 @@ pub struct Limits {
     pub send_buffer: usize,
     pub channel_capacity: usize,
     pub max_channels: usize,
+    /// Origins besides the site's own whose pages may open an inbox.
+    pub allowed_origins: Origins,
 }
 
 impl Limits {
@@ -98,6 +101,7 @@ impl Limits {
             send_buffer: cfg.send_buffer_kb << 10,
             channel_capacity: cfg.channel_capacity.clamp(1, 1 << 16),
             max_channels: cfg.max_channels,
+            allowed_origins: Origins::parse(&cfg.allowed_origins),
         }
     }
 }

@@ -10,6 +10,7 @@
 //!   (`conn::input` reads and parses, `conn::output` writes and queues).
 //! - `subs`: a connection's subscriptions and its slot in the limits.
 //! - `proto`: what clients may send.
+//! - `origin`: which browser pages may open a user's inbox.
 //! - `sse`: the same events as Server-Sent Events.
 //! - `tls_bridge`: WebSockets over TLS, relayed to a loopback pair.
 //! - `loadgen`: `pith bench ws`, the load generator for all of this.
@@ -24,6 +25,7 @@ pub mod events;
 pub mod frame;
 pub mod hub;
 pub mod loadgen;
+pub mod origin;
 pub mod proto;
 pub mod settings;
 pub mod sse;
@@ -33,6 +35,7 @@ pub mod tls_bridge;
 
 pub use conn::Conn;
 pub use hub::{Hub, Key, Limits, Refused, Resolver};
+pub use origin::Origins;
 pub use settings::LiveConfig;
 pub use sse::SseStream;
 pub use stream::{Stream, Upgraded};

@@ -29,7 +29,9 @@ pub enum Request {
     /// Authenticates the socket: it then also receives its user's inbox.
     Auth { token: String },
     /// Asks for `{"type":"pong"}`, for clients without WebSocket pings.
-    Ping,
+    /// A struct variant, braces and all: serde lets a unit variant of an
+    /// internally tagged enum carry unknown fields.
+    Ping {},
 }
 
 pub fn parse(text: &str) -> Result<Request, String> {
@@ -112,5 +114,19 @@ mod tests {
         assert!(parse(r#"{"op":"subscribe","topics":"1"}"#).is_err());
         assert!(parse(r#"{"op":"dance"}"#).is_err());
         assert!(parse("not json").is_err());
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_in_every_message() {
+        assert!(matches!(parse(r#"{"op":"ping"}"#), Ok(Request::Ping {})));
+        for m in [
+            r#"{"op":"ping","x":1}"#,
+            r#"{"op":"auth","token":"t","x":1}"#,
+            r#"{"op":"subscribe","topics":[1],"x":1}"#,
+            r#"{"op":"unsubscribe","topic":[1]}"#,
+        ] {
+            let e = parse(m).expect_err(m);
+            assert!(e.starts_with("unknown field `"), "{m}: {e}");
+        }
     }
 }

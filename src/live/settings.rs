@@ -56,6 +56,12 @@ pub struct LiveConfig {
     /// Most channels (topics, communities, inboxes with a subscriber) at once.
     #[arg(long = "live-max-channels", env = "PITH_LIVE_MAX_CHANNELS", default_value_t = LiveConfig::MAX_CHANNELS)]
     pub max_channels: usize,
+
+    /// Origins besides the site's own (`scheme://host[:port]`,
+    /// comma-separated) whose pages may open a user's inbox; a page from any
+    /// other origin may follow only public topics and communities.
+    #[arg(long = "live-allowed-origins", env = "PITH_LIVE_ALLOWED_ORIGINS", default_value = "")]
+    pub allowed_origins: String,
 }
 
 impl LiveConfig {
@@ -83,6 +89,7 @@ impl Default for LiveConfig {
             send_buffer_kb: Self::SEND_BUFFER_KB,
             channel_capacity: Self::CHANNEL_CAPACITY,
             max_channels: Self::MAX_CHANNELS,
+            allowed_origins: String::new(),
         }
     }
 }

@@ -37,6 +37,9 @@ pub struct Membership {
     ip: IpAddr,
     subs: Subs,
     beat: Beat,
+    /// False when a page of a foreign origin opened the connection: it may
+    /// follow public topics but not authenticate (`live::origin`).
+    may_auth: bool,
 }
 
 /// Most connections have one subscription: keep it inline, so it costs no
@@ -102,11 +105,21 @@ impl Membership {
     /// Takes a connection slot for `ip`.
     pub fn join(hub: &Hub, ip: IpAddr) -> Result<Membership, Refused> {
         hub.join(ip)?;
-        Ok(Membership { hub: hub.clone(), ip, subs: Subs::None, beat: hub.clock().join() })
+        Ok(Membership { hub: hub.clone(), ip, subs: Subs::None, beat: hub.clock().join(), may_auth: true })
     }
 
     pub fn hub(&self) -> &Hub {
         &self.hub
+    }
+
+    /// Refuses any later `auth` on this connection (opened from a page of
+    /// a foreign origin).
+    pub fn forbid_auth(&mut self) {
+        self.may_auth = false;
+    }
+
+    pub fn may_auth(&self) -> bool {
+        self.may_auth
     }
 
     pub fn contains(&self, key: &Key) -> bool {

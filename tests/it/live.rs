@@ -739,3 +739,147 @@ async fn two_thousand_idle_subscribers_cost_the_server_little_memory() {
     assert!(per_socket < 4096, "{per_socket} bytes per socket");
     drop(sockets);
 }
+
+/// RFC 6455 5.5.1: a close body, if any, starts with a two-byte code, so a
+/// one-byte body is a protocol error (1002), not a normal close. Checked
+/// from a raw socket and with tungstenite as the client, which reads the
+/// server's close frame by its own rules.
+#[tokio::test]
+async fn a_close_frame_with_a_one_byte_payload_is_answered_with_1002() {
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Control, OpCode};
+    use tokio_tungstenite::tungstenite::protocol::frame::{Frame, FrameHeader};
+
+    let app = spawn_live(|_| {}).await;
+    let mut raw = raw_connect(app.addr, "").await;
+    raw.write_all(&pith::live::frame::frame(8, &[3], Some([7, 7, 7, 7]))).await.expect("write");
+    assert_eq!(read_until_close(&mut raw).await, Some(1002));
+
+    let (mut ws, _) = app.connect("").await;
+    let header = FrameHeader { opcode: OpCode::Control(Control::Close), ..FrameHeader::default() };
+    ws.send(Message::Frame(Frame::from_payload(header, vec![3u8].into()))).await.expect("send");
+    let reply = loop {
+        match tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("a close within 5 s") {
+            Some(Ok(Message::Close(frame))) => break frame,
+            Some(Ok(_)) => continue,
+            other => panic!("expected a close frame, got {other:?}"),
+        }
+    };
+    assert_eq!(reply.map(|f| f.code), Some(CloseCode::Protocol));
+
+    // A well-formed close is still echoed, and the closing handshake ends
+    // cleanly for tungstenite.
+    let (mut ws, _) = app.connect("").await;
+    ws.close(None).await.expect("close");
+    let end = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(msg) = ws.next().await {
+            msg?;
+        }
+        Ok::<_, tokio_tungstenite::tungstenite::Error>(())
+    })
+    .await
+    .expect("the server hangs up within 5 s");
+    assert!(end.is_ok(), "{end:?}");
+    app.stop().await;
+}
+
+/// docs/LIVE.md: unknown fields are refused, in every message.
+#[tokio::test]
+async fn unknown_fields_in_a_client_message_are_refused_with_invalid_message() {
+    let app = spawn_live(|_| {}).await;
+    let (mut ws, _) = app.connect("").await;
+    for msg in [
+        json!({"op": "ping", "extra": 1}),
+        json!({"op": "auth", "token": "t", "extra": 1}),
+        json!({"op": "subscribe", "topics": [1], "extra": true}),
+        json!({"op": "unsubscribe", "topic": [1]}),
+    ] {
+        send_json(&mut ws, msg.clone()).await;
+        let reply = next_json(&mut ws).await;
+        assert_eq!(reply["type"], "error", "{msg} -> {reply}");
+        assert_eq!(reply["error"]["code"], "invalid_message", "{msg} -> {reply}");
+        let text = reply["error"]["message"].as_str().expect("message");
+        assert!(text.starts_with("unknown field `"), "{msg} -> {text}");
+    }
+    assert_nothing_pending(&mut ws).await;
+    app.stop().await;
+}
+
+/// A WebSocket handshake with the `Origin` a browser would send; the
+/// refused status otherwise.
+async fn connect_from(app: &LiveApp, origin: &str, query: &str) -> Result<Ws, u16> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut req = app.ws_url(query).into_client_request().expect("request");
+    req.headers_mut().insert("origin", origin.parse().expect("header value"));
+    match tokio_tungstenite::connect_async(req).await {
+        Ok((ws, _)) => Ok(ws),
+        Err(tokio_tungstenite::tungstenite::Error::Http(res)) => Err(res.status().as_u16()),
+        Err(e) => panic!("unexpected error {e}"),
+    }
+}
+
+/// Cross-site WebSocket hijacking: a page elsewhere may follow public
+/// topics, but may not open (or even probe) a user's inbox.
+#[tokio::test]
+async fn a_foreign_origin_may_follow_public_topics_but_not_open_the_inbox() {
+    let app = spawn_live(|_| {}).await;
+    app.community("raspi").await;
+    let alice = app.register("alice").await;
+    let topic = app.topic("raspi", &alice, "Public").await;
+    let evil = "https://evil.example";
+
+    for query in [format!("?token={alice}"), format!("?topics={topic}&token={alice}"), "?token=nonsense".into()] {
+        assert_eq!(connect_from(&app, evil, &query).await.err(), Some(403), "{query}");
+    }
+    // Look-alikes of the site's own origin are foreign too.
+    let port = app.addr.port();
+    for origin in ["null", &format!("http://127.0.0.1:{port}.evil.example"), "http://127.0.0.1:1", "http://127.0.0.2"] {
+        assert_eq!(connect_from(&app, origin, &format!("?token={alice}")).await.err(), Some(403), "{origin}");
+    }
+    let sse = |origin: &str, auth: bool| {
+        let mut req = app.client.get(app.url("/api/v1/live/sse")).header("origin", origin);
+        if auth {
+            req = req.bearer_auth(&alice);
+        }
+        req.send()
+    };
+    let res = sse(evil, true).await.expect("sse");
+    assert_eq!(res.status().as_u16(), 403);
+    let body: Value = res.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "origin_not_allowed", "{body}");
+    assert_eq!(sse(evil, false).await.expect("sse").status().as_u16(), 200, "public SSE from anywhere");
+
+    // Public topics are public, from any page; an `auth` message on such a
+    // socket is refused and the socket stays open.
+    let mut ws = connect_from(&app, evil, &format!("?topics={topic}")).await.expect("public topics");
+    assert_eq!(next_json(&mut ws).await["topics"], json!([topic]));
+    send_json(&mut ws, json!({"op": "auth", "token": alice})).await;
+    let error = next_json(&mut ws).await;
+    assert_eq!(error["error"]["code"], "origin_not_allowed", "{error}");
+    let post = app.reply(topic, &alice, json!({"body": "still here"})).await;
+    assert_eq!(next_json(&mut ws).await["post"], post);
+    assert_nothing_pending(&mut ws).await;
+    app.stop().await;
+}
+
+/// The site's own origin, an allow-listed one and a client without
+/// `Origin` (not a browser) may open the inbox.
+#[tokio::test]
+async fn the_sites_own_origin_and_allowed_origins_may_open_the_inbox() {
+    let app = spawn_live(|c| c.allowed_origins = "https://app.example, http://other.example:8080".into()).await;
+    let alice = app.register("alice").await;
+    let own = format!("http://{}", app.addr);
+    for origin in [own.as_str(), "https://app.example", "http://other.example:8080"] {
+        let mut ws = connect_from(&app, origin, &format!("?token={alice}")).await.expect(origin);
+        assert_eq!(next_json(&mut ws).await["inbox"], true, "{origin}");
+        let mut by_message = connect_from(&app, origin, "").await.expect(origin);
+        next_json(&mut by_message).await;
+        send_json(&mut by_message, json!({"op": "auth", "token": alice})).await;
+        assert_eq!(next_json(&mut by_message).await["inbox"], true, "{origin}");
+    }
+    for origin in ["http://app.example", "http://other.example"] {
+        assert_eq!(connect_from(&app, origin, &format!("?token={alice}")).await.err(), Some(403), "{origin}");
+    }
+    let (_, hello) = app.connect(&format!("?token={alice}")).await;
+    assert_eq!(hello["inbox"], true, "no Origin: not a browser");
+    app.stop().await;
+}

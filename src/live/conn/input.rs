@@ -79,9 +79,11 @@ impl Conn {
                 Ok(())
             }
             OP_CLOSE => {
+                // RFC 6455 5.5.1: a body starts with a two-byte code.
                 let code = match *payload {
+                    [] => close::NORMAL,
+                    [_] => return Err(Stop::Close(close::PROTOCOL, "a close body of one byte")),
                     [a, b, ..] => u16::from_be_bytes([a, b]),
-                    _ => close::NORMAL,
                 };
                 let valid = matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999);
                 Err(Stop::Close(if valid { code } else { close::PROTOCOL }, ""))
@@ -128,7 +130,7 @@ impl Conn {
         };
         match proto::parse(text) {
             Err(e) => self.send_error("invalid_message", &e),
-            Ok(Request::Ping) => self.send_opt(text_frame(&Out::Pong)),
+            Ok(Request::Ping {}) => self.send_opt(text_frame(&Out::Pong)),
             Ok(Request::Subscribe { topics, communities }) => self.subscribe(&topics, &communities),
             Ok(Request::Unsubscribe { topics, communities }) => self.unsubscribe(&topics, &communities),
             Ok(Request::Auth { token }) => self.auth(token),
@@ -164,6 +166,12 @@ impl Conn {
     fn auth(&mut self, token: String) -> Step {
         if self.member.keys().any(|k| matches!(k, Key::Inbox(_))) {
             return self.send_error("already_authenticated", "this connection is already authenticated");
+        }
+        if !self.member.may_auth() {
+            return self.send_error(
+                "origin_not_allowed",
+                "a page of this origin may follow public topics but not open an inbox",
+            );
         }
         if self.extra.as_ref().is_some_and(|e| e.auth.is_some()) {
             return self.send_error("busy", "a token is already being checked");

@@ -410,9 +410,10 @@ mod tests {
         assert!(render(&quotes).starts_with("<p>&gt;&gt;&gt;"), "past the bound the source is shown as text");
     }
 
-    /// `pattern` repeated to fill a body of the largest allowed size, then `tail`.
+    /// `pattern` repeated to fill a body of the largest allowed size
+    /// (`model::MAX_BODY_CHARS`, out of this layer's reach), then `tail`.
     fn fill(pattern: &str, tail: &str) -> String {
-        pattern.repeat((crate::model::MAX_BODY_CHARS - tail.len()) / pattern.len()) + tail
+        pattern.repeat((40_000 - tail.len()) / pattern.len()) + tail
     }
 
     /// The nesting bombs and other worst cases of docs/SECURITY.md, at the

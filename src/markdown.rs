@@ -14,6 +14,15 @@
 //! `>>>>` quotes, many uses of one long reference link) come near the
 //! bound. Rendering stops as soon as it passes the bound, so memory stays
 //! bounded too, and such a source is shown as escaped plain text instead.
+//!
+//! # Depth
+//! At most `MAX_DEPTH` elements are open at once: a source that nests
+//! deeper (`> - > - ...`, `- - - -`, runs of `*`) is shown as escaped plain
+//! text too. The sanitizer's HTML parser scans its stack of open elements
+//! for many tags, so its time grows with nesting times length: 9,999
+//! levels of `> - ` took seconds, while at this depth any body of the
+//! allowed size renders in about the time of ordinary text of its length
+//! (docs/SECURITY.md, `pith bench markdown`).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -26,6 +35,10 @@ use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd, html};
 pub const MAX_GROWTH: usize = 16;
 /// Output bytes allowed on top, so short sources may nest a little.
 pub const SLACK: usize = 4096;
+/// Most elements open at once (see the module doc): deeper than any
+/// Markdown people write (a list ten levels deep inside a quote, with
+/// emphasis in a link, is 24), shallow enough to keep the sanitizer linear.
+pub const MAX_DEPTH: usize = 32;
 
 /// The most bytes `render` returns for a source of `source_len` bytes.
 pub fn max_len(source_len: usize) -> usize {
@@ -36,8 +49,8 @@ pub fn max_len(source_len: usize) -> usize {
 pub fn render(source: &str) -> String {
     let cap = max_len(source.len());
     let mut out = Capped { html: String::new(), cap };
-    let events = Tame::new(Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH));
-    if html::write_html_fmt(&mut out, events).is_err() {
+    let mut events = Tame::new(Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH));
+    if html::write_html_fmt(&mut out, events.by_ref()).is_err() || events.too_deep {
         return plain(source);
     }
     let clean = SANITIZER.clean(&out.html).to_string();
@@ -138,9 +151,15 @@ static SANITIZER: LazyLock<Builder<'static>> = LazyLock::new(|| {
 ///   the link text: the forum makes no third-party requests, so a page never
 ///   loads an image a user named. An image inside a link keeps only its alt
 ///   text, as a link in a link is not valid HTML;
-/// - table alignment is dropped, as it would be a `style` attribute.
+/// - table alignment is dropped, as it would be a `style` attribute;
+/// - the stream ends early, with `too_deep` set, when an element would
+///   open past `MAX_DEPTH`.
 struct Tame<'a, I> {
     events: I,
+    /// Elements open in the events yielded so far.
+    depth: usize,
+    /// Set when the source nests past `MAX_DEPTH`; the stream has ended.
+    too_deep: bool,
     /// Open links, images rendered as links included.
     links: usize,
     /// For each open image: whether it was rendered as a link.
@@ -153,16 +172,34 @@ struct Tame<'a, I> {
     pending: Option<Event<'a>>,
 }
 
-impl<'a, I: Iterator<Item = Event<'a>>> Tame<'a, I> {
-    fn new(events: I) -> Self {
-        Tame { events, links: 0, images: Vec::new(), empty_alt: None, pending: None }
-    }
-}
-
 impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Tame<'a, I> {
     type Item = Event<'a>;
 
     fn next(&mut self) -> Option<Event<'a>> {
+        if self.too_deep {
+            return None;
+        }
+        let event = self.tamed()?;
+        match event {
+            Event::Start(_) if self.depth == MAX_DEPTH => {
+                self.too_deep = true;
+                return None;
+            }
+            Event::Start(_) => self.depth += 1,
+            Event::End(_) => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+        Some(event)
+    }
+}
+
+impl<'a, I: Iterator<Item = Event<'a>>> Tame<'a, I> {
+    fn new(events: I) -> Self {
+        Tame { events, depth: 0, too_deep: false, links: 0, images: Vec::new(), empty_alt: None, pending: None }
+    }
+
+    /// The next event with raw HTML, images and alignment replaced.
+    fn tamed(&mut self) -> Option<Event<'a>> {
         if let Some(e) = self.pending.take() {
             return Some(e);
         }
@@ -371,6 +408,72 @@ mod tests {
             assert!(out.len() <= max_len(src.len()), "{} > bound for {} bytes", out.len(), src.len());
         }
         assert!(render(&quotes).starts_with("<p>&gt;&gt;&gt;"), "past the bound the source is shown as text");
+    }
+
+    /// `pattern` repeated to fill a body of the largest allowed size
+    /// (`model::MAX_BODY_CHARS`, out of this layer's reach), then `tail`.
+    fn fill(pattern: &str, tail: &str) -> String {
+        pattern.repeat((40_000 - tail.len()) / pattern.len()) + tail
+    }
+
+    /// The nesting bombs and other worst cases of docs/SECURITY.md, at the
+    /// largest allowed size.
+    fn pathological() -> Vec<String> {
+        vec![
+            fill("> - ", "x"),
+            fill("- ", "x"),
+            fill("1. ", "x"),
+            fill("> ", "x"),
+            fill(">", "x"),
+            fill("* 1. ", "x"),
+            fill("- > ", "x"),
+            fill(" > ", "x"),
+            fill("*a**a***", ""),
+            "*".repeat(19_999) + "a" + &"*".repeat(19_999),
+            "_".repeat(19_999) + "a" + &"_".repeat(19_999),
+            "~~".repeat(9_999) + "a" + &"~~".repeat(9_999),
+            "[".repeat(20_000) + &"](u)".repeat(5_000),
+            fill("[a](", ""),
+            fill("- [", ""),
+            format!("|a|b|\n|-|-|\n{}", fill("|x|y|\n", "")),
+            format!("{}\n{}\n{}", "|a".repeat(500), "|-".repeat(500), "|\n".repeat(9_000)),
+            fill("<ul><li><blockquote>", ""),
+            (0..800).map(|i| format!("{}- a\n", "  ".repeat(i % 40))).collect(),
+        ]
+    }
+
+    #[test]
+    fn pathological_sources_still_render_inert_and_within_the_bound() {
+        for src in pathological() {
+            let out = assert_inert(&src);
+            assert!(!out.is_empty(), "nothing rendered from {:?}", &src[..40]);
+            assert!(out.len() <= max_len(src.len()), "{} > bound for {:?}", out.len(), &src[..40]);
+        }
+    }
+
+    #[test]
+    fn sources_nested_past_the_depth_show_as_escaped_text() {
+        for src in [fill("> - ", "x"), fill("- ", "x"), fill("1. ", "x"), fill("> ", "x")] {
+            let out = assert_inert(&src);
+            assert_eq!(out, plain(&src), "{:?}", &src[..40]);
+        }
+        let stars = "*".repeat(19_999) + "a" + &"*".repeat(19_999);
+        assert_eq!(render(&stars), plain(&stars));
+        assert!(render("> - > - x").starts_with("<blockquote>\n<ul>\n<li>\n<blockquote>"));
+    }
+
+    #[test]
+    fn nesting_up_to_the_depth_renders_as_markdown_and_one_more_level_does_not() {
+        // Each `>` opens a blockquote; the text adds a paragraph.
+        let deepest = format!("{} x", ">".repeat(MAX_DEPTH - 1));
+        let out = render(&deepest);
+        assert_eq!(out.matches("<blockquote>").count(), MAX_DEPTH - 1, "{out}");
+        assert!(out.contains("<p>x</p>"), "{out}");
+        let deeper = format!("{} x", ">".repeat(MAX_DEPTH));
+        assert_eq!(render(&deeper), plain(&deeper));
+        // Later lines are reached only if the earlier ones stay shallow.
+        let late = format!("*fine*\n\n{deeper}");
+        assert_eq!(render(&late), plain(&late));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::extract::{Json, Path, Query};
 use crate::app::moderation::{self, BanRequest, ModRequest, check_name};
-use crate::app::{AppError, AppResult, AppState, AuthUser};
+use crate::app::{AppError, AppResult, AppState, AuthUser, ClientIp};
 use crate::model::{Ban, ModAction, ModLogEntry, Report, ReportStatus, User, VoteTarget};
 use crate::store::{ListModLog, ListReports, Store};
 
@@ -143,29 +143,32 @@ pub struct ReportRequest {
 async fn report<S: Store>(
     state: &AppState<S>,
     auth: AuthUser,
+    ip: ClientIp,
     target: VoteTarget,
     req: ReportRequest,
 ) -> AppResult<Response> {
-    let report = moderation::report(state, &auth.user, target, &req.reason).await?;
+    let report = moderation::report(state, &auth.user, ip, target, &req.reason).await?;
     Ok((StatusCode::CREATED, axum::Json(report)).into_response())
 }
 
 async fn report_topic<S: Store>(
     State(state): State<AppState<S>>,
     auth: AuthUser,
+    ip: ClientIp,
     Path(id): Path<i64>,
     Json(req): Json<ReportRequest>,
 ) -> AppResult<Response> {
-    report(&state, auth, VoteTarget::Topic(id), req).await
+    report(&state, auth, ip, VoteTarget::Topic(id), req).await
 }
 
 async fn report_post<S: Store>(
     State(state): State<AppState<S>>,
     auth: AuthUser,
+    ip: ClientIp,
     Path(id): Path<i64>,
     Json(req): Json<ReportRequest>,
 ) -> AppResult<Response> {
-    report(&state, auth, VoteTarget::Post(id), req).await
+    report(&state, auth, ip, VoteTarget::Post(id), req).await
 }
 
 #[derive(Deserialize)]

@@ -48,11 +48,12 @@ pub struct EditPost {
 async fn api_edit_post<S: Store>(
     State(state): State<AppState<S>>,
     auth: AuthUser,
+    ip: ClientIp,
     Path(id): Path<i64>,
     Json(req): Json<EditPost>,
 ) -> AppResult<Response> {
     let body = Body::parse(&req.body)?;
-    Ok(axum::Json(edit_post(&state, auth.user, id, body).await?).into_response())
+    Ok(axum::Json(edit_post(&state, auth.user, ip, id, body).await?).into_response())
 }
 
 async fn api_delete_post<S: Store>(

@@ -179,12 +179,13 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<Strin
 async fn api_edit_topic<S: Store>(
     axum::extract::State(state): axum::extract::State<AppState<S>>,
     auth: AuthUser,
+    ip: ClientIp,
     Path(id): Path<i64>,
     Json(req): Json<EditTopic>,
 ) -> AppResult<Response> {
     let body = req.body.ok_or_else(|| AppError::Validation("body is required (null or \"\" clears it)".into()))?;
     let body = body.as_deref().filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?;
-    Ok(axum::Json(edit_topic(&state, auth.user, id, body).await?).into_response())
+    Ok(axum::Json(edit_topic(&state, auth.user, ip, id, body).await?).into_response())
 }
 
 async fn api_delete_topic<S: Store>(

@@ -1,5 +1,6 @@
 //! Rate limits per account and per client address, for the actions abuse
-//! goes through: posting, voting, registering and logging in. Each limit
+//! goes through: posting, editing, reporting, voting, registering and
+//! logging in. Each limit
 //! is a GCRA bucket from `governor` (a burst, then a steady refill); a
 //! request over any of its limits is answered 429 with `Retry-After`
 //! before it costs a write or an argon2 hash.
@@ -26,6 +27,10 @@ use crate::store::Store;
 pub enum Action {
     /// A new topic or post.
     Post,
+    /// An edit of a topic's or post's body: each one renders Markdown again.
+    Edit,
+    /// A report to moderators: each one is a stored row they must read.
+    Report,
     Vote,
     Register,
     Login,
@@ -36,6 +41,8 @@ impl Action {
     fn noun(self) -> &'static str {
         match self {
             Action::Post => "new topics and posts",
+            Action::Edit => "edits",
+            Action::Report => "reports",
             Action::Vote => "votes",
             Action::Register => "registrations",
             Action::Login => "login attempts",
@@ -60,6 +67,10 @@ pub struct RateLimits {
     real_ip_header: Option<HeaderName>,
     post_user: Limiter<i64>,
     post_ip: Limiter<IpAddr>,
+    edit_user: Limiter<i64>,
+    edit_ip: Limiter<IpAddr>,
+    report_user: Limiter<i64>,
+    report_ip: Limiter<IpAddr>,
     vote_user: Limiter<i64>,
     vote_ip: Limiter<IpAddr>,
     register_ip: Limiter<IpAddr>,
@@ -90,6 +101,10 @@ impl RateLimits {
             real_ip_header: header,
             post_user: Limiter::keyed(quota(cfg.post_user)),
             post_ip: Limiter::keyed(quota(cfg.post_ip)),
+            edit_user: Limiter::keyed(quota(cfg.edit_user)),
+            edit_ip: Limiter::keyed(quota(cfg.edit_ip)),
+            report_user: Limiter::keyed(quota(cfg.report_user)),
+            report_ip: Limiter::keyed(quota(cfg.report_ip)),
             vote_user: Limiter::keyed(quota(cfg.vote_user)),
             vote_ip: Limiter::keyed(quota(cfg.vote_ip)),
             register_ip: Limiter::keyed(quota(cfg.register_ip)),
@@ -113,6 +128,8 @@ impl RateLimits {
         let ip = ip.0;
         let refused = match (action, who) {
             (Action::Post, who) => wait(&self.post_ip, &ip).or_else(|| by_user(&self.post_user, who)),
+            (Action::Edit, who) => wait(&self.edit_ip, &ip).or_else(|| by_user(&self.edit_user, who)),
+            (Action::Report, who) => wait(&self.report_ip, &ip).or_else(|| by_user(&self.report_user, who)),
             (Action::Vote, who) => wait(&self.vote_ip, &ip).or_else(|| by_user(&self.vote_user, who)),
             (Action::Register, _) => wait(&self.register_ip, &ip),
             (Action::Search, _) => wait(&self.search_ip, &ip),
@@ -130,6 +147,10 @@ impl RateLimits {
     fn sweep(&self) {
         self.post_user.retain_recent();
         self.post_ip.retain_recent();
+        self.edit_user.retain_recent();
+        self.edit_ip.retain_recent();
+        self.report_user.retain_recent();
+        self.report_ip.retain_recent();
         self.vote_user.retain_recent();
         self.vote_ip.retain_recent();
         self.register_ip.retain_recent();
@@ -209,6 +230,22 @@ pub struct RateConfig {
     #[arg(long = "limit-post-ip", env = "PITH_LIMIT_POST_IP", default_value = "30/1m", value_parser = Rate::parse)]
     pub post_ip: Rate,
 
+    /// Edits of topic and post bodies per account (each renders Markdown again).
+    #[arg(long = "limit-edit-user", env = "PITH_LIMIT_EDIT_USER", default_value = "20/1m", value_parser = Rate::parse)]
+    pub edit_user: Rate,
+
+    /// Edits of topic and post bodies per client address.
+    #[arg(long = "limit-edit-ip", env = "PITH_LIMIT_EDIT_IP", default_value = "60/1m", value_parser = Rate::parse)]
+    pub edit_ip: Rate,
+
+    /// Reports to moderators per account.
+    #[arg(long = "limit-report-user", env = "PITH_LIMIT_REPORT_USER", default_value = "20/1h", value_parser = Rate::parse)]
+    pub report_user: Rate,
+
+    /// Reports to moderators per client address.
+    #[arg(long = "limit-report-ip", env = "PITH_LIMIT_REPORT_IP", default_value = "60/1h", value_parser = Rate::parse)]
+    pub report_ip: Rate,
+
     /// Votes per account.
     #[arg(long = "limit-vote-user", env = "PITH_LIMIT_VOTE_USER", default_value = "60/1m", value_parser = Rate::parse)]
     pub vote_user: Rate,
@@ -256,6 +293,10 @@ impl Default for RateConfig {
             enabled: true,
             post_user: rate("10/1m"),
             post_ip: rate("30/1m"),
+            edit_user: rate("20/1m"),
+            edit_ip: rate("60/1m"),
+            report_user: rate("20/1h"),
+            report_ip: rate("60/1h"),
             vote_user: rate("60/1m"),
             vote_ip: rate("180/1m"),
             register_ip: rate("5/1h"),
@@ -323,6 +364,17 @@ mod tests {
         }
         // Another account is not affected.
         assert!(l.check(Action::Post, ip, Who::User(2)).is_ok());
+    }
+
+    #[test]
+    fn edits_have_their_own_bucket_apart_from_posts() {
+        let l = RateLimits::new(&RateConfig { edit_user: Rate::parse("2/1m").expect("rate"), ..RateConfig::default() });
+        let ip = ClientIp(IpAddr::from([10, 0, 0, 1]));
+        assert!(l.check(Action::Edit, ip, Who::User(1)).is_ok());
+        assert!(l.check(Action::Edit, ip, Who::User(1)).is_ok());
+        assert!(matches!(l.check(Action::Edit, ip, Who::User(1)), Err(AppError::TooManyRequests("edits", _))));
+        assert!(l.check(Action::Post, ip, Who::User(1)).is_ok(), "posting is counted apart");
+        assert!(l.check(Action::Edit, ip, Who::User(2)).is_ok(), "another account is not affected");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use serde::Deserialize;
 
+use super::limits::{Action, ClientIp, Who};
 use super::{AppError, AppResult, AppState, apply::apply, commit};
 use crate::model::{
     Ban, Change, ModAction, Moderated, Reason, Report, ReportStatus, Timestamp, User, Username, VoteTarget, policy,
@@ -119,14 +120,16 @@ pub async fn unban<S: Store>(
 }
 
 /// Reports a topic or post to its community's moderators; the reason is
-/// required.
+/// required, and reports are rate-limited.
 pub async fn report<S: Store>(
     state: &AppState<S>,
     reporter: &User,
+    ip: ClientIp,
     target: VoteTarget,
     reason: &str,
 ) -> AppResult<Report> {
     let reason = Reason::parse(reason, true)?;
+    state.limits.check(Action::Report, ip, Who::User(reporter.id))?;
     Ok(state.store.report(reporter, target, reason).await?)
 }
 

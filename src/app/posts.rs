@@ -26,8 +26,15 @@ pub async fn create_post<S: Store>(state: &AppState<S>, user: User, ip: ClientIp
     .await
 }
 
-/// Replaces a post's body.
-pub async fn edit_post<S: Store>(state: &AppState<S>, user: User, id: i64, body: Body) -> AppResult<Post> {
+/// Replaces a post's body: the rate limit, the rendering, the write.
+pub async fn edit_post<S: Store>(
+    state: &AppState<S>,
+    user: User,
+    ip: ClientIp,
+    id: i64,
+    body: Body,
+) -> AppResult<Post> {
+    state.limits.check(Action::Edit, ip, Who::User(user.id))?;
     let body = text::render(body).await?;
     commit(state, move |st| async move {
         let post = st.store.edit_post(&user, id, body).await?;

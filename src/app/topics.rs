@@ -49,8 +49,16 @@ pub async fn create_topic<S: Store>(
     .await
 }
 
-/// Sets or clears (`None`) a topic's body.
-pub async fn edit_topic<S: Store>(state: &AppState<S>, user: User, id: i64, body: Option<Body>) -> AppResult<Topic> {
+/// Sets or clears (`None`) a topic's body: the rate limit, the rendering,
+/// the write.
+pub async fn edit_topic<S: Store>(
+    state: &AppState<S>,
+    user: User,
+    ip: ClientIp,
+    id: i64,
+    body: Option<Body>,
+) -> AppResult<Topic> {
+    state.limits.check(Action::Edit, ip, Who::User(user.id))?;
     let body = text::render_some(body).await?;
     commit(state, move |st| async move {
         let topic = st.store.edit_topic(&user, id, body).await?;

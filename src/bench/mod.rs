@@ -18,10 +18,13 @@
 //! - `plot`: `pith bench plot`, an SVG of throughput and latency per run.
 //! - `hello`: `pith bench hello`, the reference server.
 //! - `write`: `pith bench write`, the storage engine's durable insert rate.
+//! - `markdown`: `pith bench markdown`, the cost of rendering the largest
+//!   bodies, ordinary and pathological.
 
 mod conn;
 pub mod hello;
 pub mod http;
+pub mod markdown;
 pub mod monitor;
 pub mod pacer;
 pub mod plot;
@@ -55,6 +58,8 @@ pub enum BenchCommand {
     Ws(crate::live::loadgen::WsBenchArgs),
     /// N concurrent writers against the storage engine in-process: durable inserts/s and commit latency.
     Write(write::WriteArgs),
+    /// Render ordinary and pathological bodies of the largest allowed size N times each: time per render.
+    Markdown(markdown::MarkdownArgs),
 }
 
 pub fn main(args: BenchArgs) -> anyhow::Result<()> {
@@ -65,6 +70,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Plot(a) => plot::main(a),
         BenchCommand::Ws(a) => crate::live::loadgen::main(a),
         BenchCommand::Write(a) => write::main(a),
+        BenchCommand::Markdown(a) => markdown::main(a),
     }
 }
 

@@ -18,7 +18,7 @@ use super::view::{PostView, Time};
 use super::{Ctx, Session, capitalise, error_page, see_other};
 use crate::app::AppState;
 use crate::app::moderation::{self, ModRequest};
-use crate::app::{AppError, AppResult};
+use crate::app::{AppError, AppResult, ClientIp};
 use crate::model::{ModAction, ModLogEntry, Report, ReportStatus, VoteTarget};
 use crate::store::{ListModLog, ListReports, PostSort, Store};
 
@@ -182,6 +182,7 @@ pub struct ReportForm {
 pub async fn report<S: Store>(
     State(state): State<AppState<S>>,
     session: Session,
+    ip: ClientIp,
     uri: Uri,
     Path(id): Path<String>,
     form: Result<Form<ReportForm>, FormRejection>,
@@ -199,7 +200,7 @@ pub async fn report<S: Store>(
     };
     let target = post.map_or(VoteTarget::Topic(topic), VoteTarget::Post);
     let sent = async {
-        moderation::report(&state, &user, target, &form.reason).await?;
+        moderation::report(&state, &user, ip, target, &form.reason).await?;
         Ok::<_, AppError>(())
     };
     match sent.await {

@@ -167,6 +167,7 @@ fn edit_topic_page(ctx: &Ctx, id: i64, body: String, error: Option<String>) -> E
 pub async fn edit_topic<S: Store>(
     State(state): State<AppState<S>>,
     session: Session,
+    ip: ClientIp,
     uri: Uri,
     Path(id): Path<String>,
     form: Result<Form<EditForm>, FormRejection>,
@@ -179,7 +180,7 @@ pub async fn edit_topic<S: Store>(
     };
     let done = async {
         let body = Some(form.body.as_str()).filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?;
-        topics::edit_topic(&state, user, id, body).await
+        topics::edit_topic(&state, user, ip, id, body).await
     };
     match done.await {
         Ok(_) => see_other(&format!("/t/{id}")),
@@ -249,6 +250,7 @@ pub async fn edit_post_form<S: Store>(
 pub async fn edit_post<S: Store>(
     State(state): State<AppState<S>>,
     session: Session,
+    ip: ClientIp,
     uri: Uri,
     Path((topic, post)): Path<(String, String)>,
     form: Result<Form<EditForm>, FormRejection>,
@@ -262,7 +264,7 @@ pub async fn edit_post<S: Store>(
         Err(res) => return *res,
     };
     let done =
-        async { Ok::<_, AppError>(posts::edit_post(&state, user, post, Body::parse(&form.body)?).await?.topic_id) };
+        async { Ok::<_, AppError>(posts::edit_post(&state, user, ip, post, Body::parse(&form.body)?).await?.topic_id) };
     match done.await {
         Ok(topic) => see_other(&format!("/t/{topic}#p{post}")),
         Err(e) if shown_on_form(&e) => {

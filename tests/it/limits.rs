@@ -1,7 +1,7 @@
 //! Rate limits over real sockets: brute-forced logins stall, posting,
-//! voting and registering are limited per account and per address, every
-//! refusal is a 429 with `Retry-After` and the JSON error shape, and the
-//! limits can be set by flag. Clients bind 127.0.0.x source addresses to
+//! editing, reporting, voting and registering are limited per account and
+//! per address, every refusal is a 429 with `Retry-After` and the JSON
+//! error shape, and the limits can be set by flag. Clients bind 127.0.0.x source addresses to
 //! act as different machines.
 
 use std::net::{IpAddr, Ipv4Addr};
@@ -243,4 +243,106 @@ async fn searching_is_limited_per_address_across_api_and_pages() {
     // An empty query costs nothing on the page, and another address searches.
     assert_eq!(fetch(from.get(app.url("/search?q="))).await.status, 200);
     assert_eq!(fetch(client_from(71).get(app.url("/api/v1/search?q=pi"))).await.status, 200);
+}
+
+#[tokio::test]
+async fn editing_is_limited_per_account_across_topics_and_posts_then_per_address() {
+    let app =
+        spawn_app_limited(&RateConfig { edit_user: rate("3/1h"), edit_ip: rate("5/1h"), ..RateConfig::default() })
+            .await;
+    app.community("pies").await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let topic = app.topic("pies", &alice, "first").await;
+    let post = app.reply(topic, &alice, None, "typo").await;
+    let bobs = app.reply(topic, &bob, None, "bob's").await;
+    let edit_post = |token: &str, id: i64, body: &str| {
+        fetch(app.req(Method::PATCH, &format!("/api/v1/posts/{id}")).bearer_auth(token).json(&json!({"body": body})))
+    };
+    // Posts and topics share the bucket: three edits in all, then 429.
+    assert_eq!(edit_post(&alice, post, "fixed").await.status, 200);
+    let topic_edit = fetch(
+        app.req(Method::PATCH, &format!("/api/v1/topics/{topic}")).bearer_auth(&alice).json(&json!({"body": "intro"})),
+    )
+    .await;
+    assert_eq!(topic_edit.status, 200, "{:?}", topic_edit.json());
+    assert_eq!(edit_post(&alice, post, "fixed again").await.status, 200);
+    assert_limited("alice's fourth edit", &edit_post(&alice, post, "once more").await, 1200);
+    let topic_over = fetch(
+        app.req(Method::PATCH, &format!("/api/v1/topics/{topic}")).bearer_auth(&alice).json(&json!({"body": "x"})),
+    )
+    .await;
+    assert_limited("alice's topic edit over the limit", &topic_over, 1200);
+    // Nothing refused was stored.
+    let read = app.read_topic(topic, "old").await;
+    assert_eq!(read["posts"][0]["body"], "fixed again", "{read}");
+    // Posting is counted apart.
+    app.reply(topic, &alice, None, "still may post").await;
+    // Bob has his own bucket but shares the address's 5, all spent.
+    assert_limited("the address's sixth edit", &edit_post(&bob, bobs, "bob edits").await, 720);
+    let elsewhere = fetch(
+        client_from(80)
+            .patch(app.url(&format!("/api/v1/posts/{bobs}")))
+            .bearer_auth(&bob)
+            .json(&json!({"body": "from home"})),
+    )
+    .await;
+    assert_eq!(elsewhere.status, 200, "{:?}", elsewhere.json());
+}
+
+#[tokio::test]
+async fn a_burst_of_markdown_bomb_edits_gets_429_with_retry_after() {
+    // The shipped defaults, as `pith serve` runs with no configuration.
+    let app = spawn_app_limited(&RateConfig::default()).await;
+    app.community("pies").await;
+    let alice = app.user("alice").await;
+    let topic = app.topic("pies", &alice, "bombs").await;
+    let post = app.reply(topic, &alice, None, "harmless").await;
+    let bomb = "> - ".repeat(9_999) + "x";
+    let mut statuses = Vec::new();
+    let mut stored = json!(null);
+    while statuses.len() < 40 && !statuses.contains(&429) {
+        let reply = fetch(
+            app.req(Method::PATCH, &format!("/api/v1/posts/{post}")).bearer_auth(&alice).json(&json!({"body": bomb})),
+        )
+        .await;
+        if reply.status == 429 {
+            assert_limited("a bomb edit over the limit", &reply, 60);
+        } else {
+            stored = reply.json();
+        }
+        statuses.push(reply.status);
+    }
+    // The default is a burst of 20 that refills one every 3 s, so a slow
+    // machine may see a few more go through before the 429.
+    let first = statuses.iter().position(|&s| s == 429).expect("40 edits in a row never got a 429");
+    assert!(first >= 20, "the default allows a burst of 20 edits: {statuses:?}");
+    assert!(statuses[..first].iter().all(|&s| s == 200), "{statuses:?}");
+    // What was stored renders as escaped text, not 9,999 nested lists.
+    let html = stored["body_html"].as_str().unwrap_or_default();
+    assert!(html.starts_with("<p>&gt; - &gt; - "), "{}", &html[..html.len().min(80)]);
+}
+
+#[tokio::test]
+async fn reporting_is_limited_per_account() {
+    let app = spawn_app_limited(&RateConfig { report_user: rate("2/1h"), ..RateConfig::default() }).await;
+    app.community("pies").await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let topic = app.topic("pies", &alice, "reported").await;
+    let posts = [
+        app.reply(topic, &alice, None, "one").await,
+        app.reply(topic, &alice, None, "two").await,
+        app.reply(topic, &alice, None, "three").await,
+    ];
+    let report = |id: i64| {
+        fetch(
+            app.req(Method::POST, &format!("/api/v1/posts/{id}/report"))
+                .bearer_auth(&bob)
+                .json(&json!({"reason": "spam"})),
+        )
+    };
+    assert_eq!(report(posts[0]).await.status, 201);
+    assert_eq!(report(posts[1]).await.status, 201);
+    assert_limited("bob's third report", &report(posts[2]).await, 1800);
 }

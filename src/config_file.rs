@@ -257,18 +257,30 @@ fn mask(name: &str, value: &str) -> String {
 
 /// `pith config`: the table, or JSON keyed by setting.
 pub fn show(cfg: &ConfigShowConfig) -> anyhow::Result<()> {
+    let mut text = String::new();
     let settings = &cfg.serve.effective;
     if cfg.json {
         let map: BTreeMap<&str, &Setting> = settings.iter().map(|s| (s.name.as_str(), s)).collect();
-        println!("{}", serde_json::to_string_pretty(&map)?);
-        return Ok(());
+        text = serde_json::to_string_pretty(&map)? + "\n";
+    } else {
+        let width = settings.iter().map(|s| s.name.len()).max().unwrap_or(0);
+        for s in settings {
+            let value = s.value.as_deref().unwrap_or("(unset)");
+            text.push_str(&format!("{:width$}  {value}  [{}]\n", s.name, s.source_text()));
+        }
     }
-    let width = settings.iter().map(|s| s.name.len()).max().unwrap_or(0);
-    for s in settings {
-        let value = s.value.as_deref().unwrap_or("(unset)");
-        println!("{:width$}  {value}  [{}]", s.name, s.source_text());
+    write_out(&text)
+}
+
+/// Writes to stdout; a reader that stopped early (`pith config | head`)
+/// is not an error, where `println!` would panic on the broken pipe.
+fn write_out(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -120,3 +120,24 @@ async fn a_missing_default_file_in_the_data_dir_is_fine() {
     let json = config_json(&out);
     assert_eq!(json["cache-mb"]["source"], "default");
 }
+
+/// `pith config | head` stops reading early: the closed pipe is no error
+/// for `pith config`, where `println!` used to panic with a backtrace.
+#[test]
+fn pith_config_into_a_pipe_closed_early_exits_cleanly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for json in [false, true] {
+        let mut cmd = pith();
+        cmd.arg("config").arg("--data-dir").arg(dir.path());
+        if json {
+            cmd.arg("--json");
+        }
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+        // The reader goes away before pith writes anything.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "json={json}: {:?}: {stderr}", out.status);
+        assert!(!stderr.contains("panicked"), "json={json}: {stderr}");
+    }
+}

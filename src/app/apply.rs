@@ -12,7 +12,7 @@ use crate::store::Store;
 pub fn apply<S: Store>(state: &AppState<S>, change: Change) {
     apply_here(state, &change);
     if let Some(bus) = state.bus.get() {
-        bus.change(&change);
+        bus.change(change);
     }
 }
 

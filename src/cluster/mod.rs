@@ -48,8 +48,8 @@ pub struct Sink {
 
 impl Sink {
     /// A write committed on this node, for the others to apply.
-    pub fn change(&self, change: &Change) {
-        self.send(Msg::Change { change: Box::new(change.clone()) });
+    pub fn change(&self, change: Change) {
+        self.send(Msg::Change { change: Box::new(change) });
     }
 
     fn send(&self, msg: Msg) {

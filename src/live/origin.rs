@@ -31,6 +31,22 @@ impl Origins {
     }
 }
 
+/// `--live-allowed-origins` checked as clap parses it: each entry must be
+/// an origin, `scheme://host[:port]` of http(s) or ws(s) with nothing
+/// after it, or it could never match and would fail silently.
+pub fn check_list(list: &str) -> Result<String, String> {
+    for entry in list.split(',').map(|o| o.trim().trim_end_matches('/')).filter(|o| !o.is_empty()) {
+        let valid = entry.split_once("://").is_some_and(|(scheme, authority)| {
+            let scheme = scheme.to_ascii_lowercase();
+            matches!(scheme.as_str(), "http" | "https" | "ws" | "wss") && host_port(authority, 0).is_some()
+        });
+        if !valid {
+            return Err(format!("{entry:?} is not an origin like https://forum.example or http://host:8080"));
+        }
+    }
+    Ok(list.to_owned())
+}
+
 /// `origin` (lower case, `scheme://host[:port]`) names the same host and
 /// port as `host` (lower case, `host[:port]`); a missing port is the
 /// scheme's default.
@@ -68,6 +84,16 @@ mod tests {
 
     fn allow(list: &str, origin: Option<&str>, host: &str) -> bool {
         Origins::parse(list).allow(origin.map(str::as_bytes), Some(host.as_bytes()))
+    }
+
+    #[test]
+    fn an_allow_list_entry_that_is_not_an_origin_is_refused() {
+        assert!(check_list("").is_ok());
+        assert!(check_list("https://a.example, http://b.example:8080/").is_ok());
+        for bad in ["a.example", "ftp://a.example", "https://a.example/path", "https://", "https://a.example:x"] {
+            let err = check_list(bad).expect_err(bad);
+            assert!(err.contains("is not an origin"), "{bad}: {err}");
+        }
     }
 
     #[test]

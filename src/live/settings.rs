@@ -60,7 +60,7 @@ pub struct LiveConfig {
     /// Origins besides the site's own (`scheme://host[:port]`,
     /// comma-separated) whose pages may open a user's inbox; a page from any
     /// other origin may follow only public topics and communities.
-    #[arg(long = "live-allowed-origins", env = "PITH_LIVE_ALLOWED_ORIGINS", default_value = "")]
+    #[arg(long = "live-allowed-origins", env = "PITH_LIVE_ALLOWED_ORIGINS", default_value = "", value_parser = super::origin::check_list)]
     pub allowed_origins: String,
 }
 

@@ -141,3 +141,23 @@ fn pith_config_into_a_pipe_closed_early_exits_cleanly() {
         assert!(!stderr.contains("panicked"), "json={json}: {stderr}");
     }
 }
+
+/// An allow-list entry that is not an origin would never match: it stops
+/// start-up with a message naming it, from a flag and from the file alike.
+#[tokio::test]
+async fn a_live_allowed_origin_that_is_not_an_origin_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args: [&std::ffi::OsStr; 5] = [
+        "config".as_ref(),
+        "--data-dir".as_ref(),
+        dir.path().as_os_str(),
+        "--live-allowed-origins".as_ref(),
+        "https://ok.example,forum.example".as_ref(),
+    ];
+    let out = run_pith(&args).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("\"forum.example\" is not an origin"), "{err}");
+    let err = config_error(Some("live-allowed-origins = \"ws://a.example/x\"\n"), "pith.toml").await;
+    assert!(err.contains("\"ws://a.example/x\" is not an origin"), "{err}");
+}

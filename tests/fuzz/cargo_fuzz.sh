@@ -22,7 +22,7 @@ CARGO_FUZZ_VERSION=0.13.2
 SECONDS_PER_TARGET=${PITH_FUZZ_SECONDS:-20}
 TARGETS=${PITH_FUZZ_TARGETS:-markdown live_proto cursor query request_head}
 # AddressSanitizer (cargo-fuzz's default): Pith's parsers are safe Rust, but
-# the renderer's dependencies (html5ever, tendril) use unsafe code, and ASan
+# the renderer's dependencies (pulldown-cmark, url) use unsafe code, and ASan
 # is affordable here: on 2 shared cores the cold build takes about 6.5 min
 # and the targets still run 1,000 (markdown) to 55,000 (cursor) inputs/s.
 # PITH_FUZZ_SANITIZER=none trades that check for speed.

@@ -33,7 +33,7 @@ use bytes::Bytes;
 use lru::LruCache;
 
 use crate::model::Restricted;
-use crate::store::PostSort;
+use crate::store::{PostCursor, PostSort};
 
 /// What the bytes are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,6 +181,14 @@ pub enum Variant {
     Page(PostSort),
     /// One post's HTML, as the live script inserts it (signed out).
     Post(i64),
+    /// A later page of a huge topic's API rendering (`?after=`, its order
+    /// in the cursor), with `body_html` when true.
+    JsonAfter(PostCursor, bool),
+    /// A later page of a huge topic's signed-out page (`/t/{id}?after=`).
+    PageAfter(PostCursor),
+    /// The signed-out page of the thread under one post
+    /// (`/t/{id}?thread={post}`).
+    Thread(PostSort, i64),
 }
 
 impl Variant {
@@ -189,13 +197,17 @@ impl Variant {
         if html { Variant::JsonHtml(sort) } else { Variant::Json(sort) }
     }
 
-    /// `json`'s arguments back, for an API rendering; `None` for a page or
-    /// a post fragment.
+    /// `json`'s arguments back, for the first page of an API rendering;
+    /// `None` for a later page, a page or a post fragment.
     pub fn json_params(self) -> Option<(PostSort, bool)> {
         match self {
             Variant::Json(sort) => Some((sort, false)),
             Variant::JsonHtml(sort) => Some((sort, true)),
-            Variant::Page(_) | Variant::Post(_) => None,
+            Variant::Page(_)
+            | Variant::Post(_)
+            | Variant::JsonAfter(..)
+            | Variant::PageAfter(_)
+            | Variant::Thread(..) => None,
         }
     }
 }

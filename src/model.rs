@@ -6,6 +6,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub mod change;
 mod moderation;
+pub mod paging;
 pub mod policy;
 mod search;
 pub use change::Change;

@@ -83,17 +83,35 @@
     return parent ? parent.querySelector(':scope > details > .replies') : thread;
   }
 
+  // The topic's count, not the page's: a page may show only part of it.
+  function bumpCount() {
+    const count = document.querySelector('[data-count]');
+    if (!count) return;
+    const n = (parseInt(count.textContent, 10) || 0) + 1;
+    count.textContent = n === 1 ? '1 comment' : n + ' comments';
+  }
+
   function insertPost(el, parentId) {
     if (!el || document.getElementById(el.id)) return false;
     placeFor(parentId).append(el);
     times(el);
     el.classList.add('fresh');
-    const count = document.querySelector('[data-count]');
-    if (count) {
-      const n = thread.querySelectorAll('.post').length;
-      count.textContent = n === 1 ? '1 comment' : n + ' comments';
-    }
+    bumpCount();
     return true;
+  }
+
+  // Past the levels a page shows, a reply becomes the link the server
+  // renders there: "continue this thread", to the thread under `parent`.
+  function continueAt(parent) {
+    const replies = parent.querySelector(':scope > details > .replies');
+    if (!replies || replies.querySelector(':scope > .more')) return;
+    const p = document.createElement('p');
+    p.className = 'more';
+    const a = document.createElement('a');
+    a.href = `/t/${topicId}?thread=${parent.dataset.id}`;
+    a.textContent = 'continue this thread →';
+    p.append(a);
+    replies.append(p);
   }
 
   async function sendReply(form) {
@@ -214,11 +232,25 @@
     try { msg = JSON.parse(ev.data); } catch { return; }
     if (msg.type === 'post' && String(msg.post.topic_id) === topicId) {
       if (document.getElementById('p' + msg.post.id)) return;
-      const el = buildPost(msg.post) || await fetchPost(msg.post.id);
-      if (el && !el.classList.contains('deep') && depthOf(msg.post.parent_id) >= Number(thread.dataset.maxIndent)) {
-        el.classList.add('deep');
+      const parentId = msg.post.parent_id;
+      const parent = parentId && document.getElementById('p' + parentId);
+      // A reply to a comment this page does not show (on another page, or
+      // below a "continue this thread" link), or a top-level comment on a
+      // thread's own page, is not this page's to show: only counted.
+      if (parentId ? !parent : thread.dataset.root) {
+        bumpCount();
+        return;
       }
-      if (insertPost(el, msg.post.parent_id)) announce('New comment by ' + (msg.post.author || 'someone'));
+      const depth = depthOf(parentId);
+      if (depth >= Number(thread.dataset.maxDepth)) {
+        continueAt(parent);
+        bumpCount();
+        return;
+      }
+      const el = buildPost(msg.post) || await fetchPost(msg.post.id);
+      // Indented by its depth on this page (a thread's page starts over).
+      if (el) el.classList.toggle('deep', depth >= Number(thread.dataset.maxIndent));
+      if (insertPost(el, parentId)) announce('New comment by ' + (msg.post.author || 'someone'));
     } else if (msg.type === 'score') {
       const box = msg.post_id == null ? document.querySelector('.topic .votes') : document.getElementById('p' + msg.post_id);
       const score = box && box.querySelector('[data-score]');

@@ -9,14 +9,14 @@ use serde::Deserialize;
 use super::inert;
 use pith::api::live::LiveQuery;
 use pith::api::topics::{ListQuery, TopicQuery, parse_list};
-use pith::app::read::parse_post_sort;
+use pith::app::read::{parse_post_cursor, parse_post_sort};
 use pith::live::frame::{self, Head, HeadError, OP_CONTINUATION, OP_TEXT};
 use pith::live::{Key, proto};
 use pith::markdown;
 use pith::model::CommunityName;
 use pith::net::fast;
 use pith::net::hot::Answer;
-use pith::store::{Cursor, TopicSort};
+use pith::store::{Cursor, PostCursor, TopicSort};
 
 /// Markdown to HTML: inert, within the documented size bound, deterministic.
 pub fn markdown(data: &[u8]) {
@@ -151,14 +151,17 @@ fn check_keys(keys: &[Key]) {
     }
 }
 
-/// Pagination cursors: whatever decodes re-encodes to something that
-/// decodes to the same cursor, and every cursor the server can make
-/// decodes back.
+/// Pagination cursors, of listings and of a huge topic's posts: whatever
+/// decodes re-encodes to something that decodes to the same cursor, and
+/// every cursor the server can make decodes back.
 pub fn cursor(data: &[u8]) {
-    if let Ok(s) = std::str::from_utf8(data)
-        && let Some(c) = Cursor::decode(s)
-    {
-        same_after_round_trip(c);
+    if let Ok(s) = std::str::from_utf8(data) {
+        if let Some(c) = Cursor::decode(s) {
+            same_after_round_trip(c);
+        }
+        if let Some(c) = PostCursor::decode(s) {
+            same_post_cursor_after_round_trip(c);
+        }
     }
     if let [kind, rest @ ..] = data
         && let (Some(a), Some(b)) = (rest.get(..8), rest.get(8..16))
@@ -174,7 +177,19 @@ pub fn cursor(data: &[u8]) {
         if !matches!(c, Cursor::Hot(h, _) if !h.is_finite()) {
             same_after_round_trip(c);
         }
+        let key = i64::from_le_bytes(a);
+        same_post_cursor_after_round_trip(match kind % 3 {
+            0 => PostCursor::Best(key, id),
+            1 => PostCursor::New(id),
+            _ => PostCursor::Old(id),
+        });
     }
+}
+
+fn same_post_cursor_after_round_trip(c: PostCursor) {
+    let s = c.encode();
+    assert!(s.len() <= 100, "{c:?} encodes too long to decode: {s}");
+    assert_eq!(PostCursor::decode(&s), Some(c), "{s}");
 }
 
 fn same_after_round_trip(c: Cursor) {
@@ -216,8 +231,11 @@ pub fn query(data: &[u8]) {
             same_after_round_trip(c);
         }
     }
-    if let Ok(Query(t)) = Query::<TopicQuery>::try_from_uri(&uri) {
-        let _ = parse_post_sort(t.sort.as_deref());
+    if let Ok(Query(t)) = Query::<TopicQuery>::try_from_uri(&uri)
+        && let Ok(sort) = parse_post_sort(t.sort.as_deref())
+        && let Ok(Some(after)) = parse_post_cursor(t.after.as_deref(), sort)
+    {
+        assert_eq!(after.sort(), sort, "a page after a cursor of another order");
     }
     let _ = Query::<LiveQuery>::try_from_uri(&uri);
     if let Ok(Query(live)) = Query::<LiveParams>::try_from_uri(&uri) {

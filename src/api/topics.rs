@@ -8,7 +8,7 @@ use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 
 use super::extract::{Json, Path, Query};
-use crate::app::read::{cached_public, parse_html, parse_post_sort, privileged_viewer, render};
+use crate::app::read::{cached_public, parse_html, parse_post_cursor, parse_post_sort, privileged_viewer, render};
 use crate::app::topics::{create_topic, delete_topic, edit_topic, new_topic};
 use crate::app::{AppError, AppResult, AppState, AuthUser, ClientIp, votes};
 use crate::cache::{Audience, respond};
@@ -33,6 +33,8 @@ pub fn item_router<S: Store>() -> Router<AppState<S>> {
 pub struct TopicQuery {
     pub sort: Option<String>,
     pub html: Option<String>,
+    /// A huge topic's next page: the previous page's `next`.
+    pub after: Option<String>,
 }
 
 /// The benchmark's hot path: a cache hit costs a map lookup and an `Arc`
@@ -51,11 +53,12 @@ async fn get_topic<S: Store>(
 ) -> AppResult<Response> {
     let sort = parse_post_sort(q.sort.as_deref())?;
     let html = parse_html(q.html.as_deref())?;
-    let rendered = cached_public(&state, id, sort, html).await?;
+    let after = parse_post_cursor(q.after.as_deref(), sort)?;
+    let rendered = cached_public(&state, id, sort, html, after).await?;
     if let Some(restricted) = &rendered.restricted {
         let (mut parts, _) = req.into_parts();
         if let Some(viewer) = privileged_viewer(&state, &mut parts, restricted).await {
-            let private = render(&state, id, sort, html, viewer).await?;
+            let private = render(&state, id, sort, html, after, viewer).await?;
             private.gzip_ready(&parts.headers).await;
             return Ok(respond(&private, &parts.headers, Audience::Private));
         }

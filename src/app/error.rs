@@ -77,6 +77,25 @@ impl AppError {
     pub fn not_found(what: &str) -> AppError {
         AppError::NotFound(what.to_owned())
     }
+
+    /// Logs what the client will not be told: the cause of a 500 (and of a
+    /// 503). Every path from an `AppError` to a response calls this once,
+    /// so that no 500 goes unexplained in the log; `status_logged` is the
+    /// form for the paths that build their own response from the status.
+    pub fn report(&self) {
+        match self {
+            AppError::Internal(cause) => tracing::error!(%cause, "internal error"),
+            AppError::Unavailable(cause) => tracing::warn!(%cause, "storage unavailable"),
+            _ => {}
+        }
+    }
+
+    /// `status`, after `report`: for a response made from the status and
+    /// the message rather than through `into_response` or the error page.
+    pub fn status_logged(&self) -> StatusCode {
+        self.report();
+        self.status()
+    }
 }
 
 impl From<Invalid> for AppError {
@@ -109,15 +128,10 @@ impl From<crate::model::policy::Refusal> for AppError {
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();
+        self.report();
         let message = match &self {
-            AppError::Internal(cause) => {
-                tracing::error!(%cause, "internal error");
-                "internal error".to_owned()
-            }
-            AppError::Unavailable(cause) => {
-                tracing::warn!(%cause, "storage unavailable");
-                "the forum cannot store writes right now; try again later".to_owned()
-            }
+            AppError::Internal(_) => "internal error".to_owned(),
+            AppError::Unavailable(_) => "the forum cannot store writes right now; try again later".to_owned(),
             other => other.to_string(),
         };
         let retry_after = match &self {

@@ -1,7 +1,8 @@
 //! Reading a topic as the API answers it: rendered once into the cache,
 //! served from there to every reader, rendered again in the background
 //! after a write (`evict`, called by `apply`), and rendered privately for
-//! the few who may see removed content.
+//! the few who may see removed content. A huge topic is answered in pages
+//! (`PageLimit::API`), each cached as its own rendering.
 
 use std::sync::Arc;
 
@@ -10,9 +11,10 @@ use serde::Serialize;
 
 use super::{AppError, AppResult, AppState, AuthUser};
 use crate::cache::{Rendered, Variant};
+use crate::model::paging::PageLimit;
 use crate::model::policy::{self, BanFacts, ItemFacts, Kind, TopicFacts};
 use crate::model::{Post, Restricted, Timestamp, Topic, User, Viewer, redact};
-use crate::store::{PostSort, Store};
+use crate::store::{PostCursor, PostPage, PostSort, Store};
 
 /// `?html=`: whether a topic's post list carries `body_html` too.
 pub fn parse_html(s: Option<&str>) -> AppResult<bool> {
@@ -32,10 +34,29 @@ pub fn parse_post_sort(s: Option<&str>) -> AppResult<PostSort> {
     }
 }
 
+/// `?after=`: where a page of a huge topic starts (the previous page's
+/// `next`), in `sort` order; empty or absent is the first page.
+pub fn parse_post_cursor(s: Option<&str>, sort: PostSort) -> AppResult<Option<PostCursor>> {
+    let bad = |m: &str| AppError::BadRequest("invalid_query", m.to_owned());
+    match s {
+        None | Some("") => Ok(None),
+        Some(s) => match PostCursor::decode(s) {
+            Some(c) if c.sort() == sort => Ok(Some(c)),
+            Some(_) => Err(bad("after is a cursor of another sort order")),
+            None => Err(bad("after is not a valid cursor")),
+        },
+    }
+}
+
 #[derive(Serialize)]
 struct TopicResponse<'a> {
     topic: &'a Topic,
     posts: Vec<ListedPost<'a>>,
+    /// Only past the cut-off (`PageLimit::API`): the `after` of the next
+    /// page. Absent otherwise, so a topic of ordinary size answers the
+    /// same bytes as before pages existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next: Option<String>,
 }
 
 /// A post as a topic's post list carries it: `Post` without what the list
@@ -99,33 +120,41 @@ pub fn evict<S: Store>(state: &AppState<S>, topic: i64) {
         for (sort, html) in api {
             // A failure (the topic deleted meanwhile, say) is the next
             // reader's to see, through the ordinary miss.
-            let _ = cached_public(&state, topic, sort, html).await;
+            let _ = cached_public(&state, topic, sort, html, None).await;
         }
     });
 }
 
-/// The public API rendering of a topic, from the cache or rendered once
-/// for every reader that misses it at the same time.
+/// The public API rendering of a topic (of its page from `after`), from
+/// the cache or rendered once for every reader that misses it at the same
+/// time.
 pub async fn cached_public<S: Store>(
     state: &AppState<S>,
     id: i64,
     sort: PostSort,
     html: bool,
+    after: Option<PostCursor>,
 ) -> AppResult<Arc<Rendered>> {
-    state.cache.get_or_render((id, Variant::json(sort, html)), || render(state, id, sort, html, Viewer::Public)).await
+    let variant = match after {
+        None => Variant::json(sort, html),
+        Some(c) => Variant::JsonAfter(c, html),
+    };
+    state.cache.get_or_render((id, variant), || render(state, id, sort, html, after, Viewer::Public)).await
 }
 
-/// Reads and renders the topic as `viewer` may see it. The public view of
-/// a removed topic is an empty body carrying its restriction: cached like
-/// any other, so even its 404s are answered without a query.
+/// Reads and renders the topic (its page from `after`) as `viewer` may see
+/// it. The public view of a removed topic is an empty body carrying its
+/// restriction: cached like any other, so even its 404s are answered
+/// without a query.
 pub async fn render<S: Store>(
     state: &AppState<S>,
     id: i64,
     sort: PostSort,
     html: bool,
+    after: Option<PostCursor>,
     viewer: Viewer,
 ) -> AppResult<Arc<Rendered>> {
-    let (mut topic, mut posts) = state.store.topic_with_posts(id, sort).await?;
+    let PostPage { mut topic, mut posts, next } = state.store.topic_page(id, sort, after, PageLimit::API).await?;
     // Serialising a big topic takes milliseconds: keep it off
     // the async workers.
     let rendered = tokio::task::spawn_blocking(move || {
@@ -135,7 +164,8 @@ pub async fn render<S: Store>(
             let posts = posts.iter().map(|p| ListedPost::of(p, html)).collect();
             // The cache copies these bytes into an allocation of their
             // size class, without the growth slack of this Vec.
-            serde_json::to_vec(&TopicResponse { topic: &topic, posts })
+            let next = next.map(|c| c.encode());
+            serde_json::to_vec(&TopicResponse { topic: &topic, posts, next })
                 .map_err(|e| AppError::Internal(e.to_string()))?
         } else if viewer == Viewer::Public {
             Vec::new()
@@ -161,7 +191,11 @@ pub async fn edit_source<S: Store>(
     topic: i64,
     post: Option<i64>,
 ) -> AppResult<String> {
-    let (t, posts) = state.store.topic_with_posts(topic, PostSort::Old).await?;
+    // One post, or the topic alone: never the whole topic for one form.
+    let (t, post) = match post {
+        Some(id) => state.store.topic_post(topic, id, 0).await.map(|(t, p, _)| (t, Some(p)))?,
+        None => (state.store.topic(topic).await?, None),
+    };
     let facts = TopicFacts {
         deleted: t.deleted,
         removed: t.removed,
@@ -171,8 +205,7 @@ pub async fn edit_source<S: Store>(
     };
     let (item, body) = match post {
         None => (ItemFacts::of_topic(facts), t.body.unwrap_or_default()),
-        Some(id) => {
-            let p = posts.into_iter().find(|p| p.id == id).ok_or(AppError::not_found("post"))?;
+        Some(p) => {
             let item = ItemFacts {
                 kind: Kind::Post,
                 author_id: p.author_id,

@@ -13,12 +13,14 @@ pub mod sqlite;
 
 use std::future::Future;
 
+use crate::model::paging::PageLimit;
 use crate::model::{
     Ban, Community, CommunityName, Invite, Link, ModAction, ModLogEntry, Moderated, Post, Profile, Reason, Report,
     ReportStatus, SiteSettings, Text, Timestamp, Title, Topic, User, Username, VoteOutcome, VoteTarget,
 };
 
 pub use cursor::Cursor;
+pub use cursor::PostCursor;
 pub use metrics::StoreMetrics;
 pub use search::{Search, SearchKind, SearchPage};
 pub use settings::StoreConfig;
@@ -109,6 +111,15 @@ pub struct TopicPage {
     pub topics: Vec<Topic>,
     /// Where the next page starts, when there is one.
     pub next: Option<Cursor>,
+}
+
+/// One page of a topic's posts (`Store::topic_page`).
+#[derive(Debug, Clone)]
+pub struct PostPage {
+    pub topic: Topic,
+    pub posts: Vec<Post>,
+    /// Where the next page starts, when there is one.
+    pub next: Option<PostCursor>,
 }
 
 /// A topic as submitted, its body rendered.
@@ -213,6 +224,38 @@ pub trait Store: Send + Sync + 'static {
     /// the caller to `redact` for its viewer.
     fn topic_with_posts(&self, id: i64, sort: PostSort)
     -> impl Future<Output = StoreResult<(Topic, Vec<Post>)>> + Send;
+    /// The topic alone, as stored.
+    fn topic(&self, id: i64) -> impl Future<Output = StoreResult<Topic>> + Send;
+    /// One page of the topic's posts in `sort` order, from just after
+    /// `after` (from the start without it), within `limit`
+    /// (`PageLimit::cut`), as stored. Memory is bounded by the page,
+    /// whatever the topic's size.
+    fn topic_page(
+        &self,
+        id: i64,
+        sort: PostSort,
+        after: Option<PostCursor>,
+        limit: PageLimit,
+    ) -> impl Future<Output = StoreResult<PostPage>> + Send;
+    /// One post of the topic, as stored, and how many ancestors it has
+    /// (counted up to `max_depth`).
+    fn topic_post(
+        &self,
+        topic: i64,
+        post: i64,
+        max_depth: usize,
+    ) -> impl Future<Output = StoreResult<(Topic, Post, usize)>> + Send;
+    /// The thread under the topic's post `root`: the post and its replies
+    /// down to `depth` levels below it, taken level by level within `limit`,
+    /// in `sort` order, as stored. True when the limit left replies out.
+    fn thread(
+        &self,
+        topic: i64,
+        root: i64,
+        depth: usize,
+        sort: PostSort,
+        limit: PageLimit,
+    ) -> impl Future<Output = StoreResult<(Topic, Vec<Post>, bool)>> + Send;
     fn create_topic(&self, author: &User, new: NewTopic) -> impl Future<Output = StoreResult<Topic>> + Send;
     fn edit_topic(&self, actor: &User, id: i64, body: Option<Text>) -> impl Future<Output = StoreResult<Topic>> + Send;
     fn delete_topic(&self, actor: &User, id: i64) -> impl Future<Output = StoreResult<()>> + Send;

@@ -96,7 +96,7 @@ pub async fn login<S: Store>(
         Err(e) => {
             let page =
                 LoginPage { ctx: ctx.clone(), username: form.username, next, error: Some(capitalise(&e.to_string())) };
-            ctx.page(e.status(), &page)
+            ctx.page(e.status_logged(), &page)
         }
     }
 }
@@ -150,7 +150,7 @@ pub async fn register<S: Store>(
         Ok(user) => start_session(&state, &session, &user, "/").await.unwrap_or_else(|e| error_page(&ctx, e)),
         Err(e) => {
             let page = register_page(&ctx, mode, form.username, Some(capitalise(&e.to_string())));
-            ctx.page(e.status(), &page)
+            ctx.page(e.status_logged(), &page)
         }
     }
 }

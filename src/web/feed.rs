@@ -60,7 +60,7 @@ fn answer(feed: AppResult<String>) -> Response {
         )
             .into_response(),
         Err(e) => {
-            let status = e.status();
+            let status = e.status_logged();
             let status = if status == StatusCode::INTERNAL_SERVER_ERROR { status } else { StatusCode::NOT_FOUND };
             (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], format!("{e}\n")).into_response()
         }

@@ -223,11 +223,9 @@ pub fn error_page(ctx: &Ctx, err: AppError) -> Response {
         "topic_locked" => "This topic is locked",
         _ => heading_of(status),
     };
+    err.report();
     let message = match &err {
-        AppError::Internal(cause) => {
-            tracing::error!(%cause, "internal error");
-            "The server failed to answer. Try again in a moment.".to_owned()
-        }
+        AppError::Internal(_) => "The server failed to answer. Try again in a moment.".to_owned(),
         AppError::Unavailable(_) => "The forum cannot store writes right now; try again later.".to_owned(),
         other => capitalise(&other.to_string()),
     };
@@ -301,8 +299,14 @@ async fn compress(res: Response) -> Response {
         return res;
     }
     let (mut parts, body) = res.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, crate::net::MAX_BODY_BYTES * 64).await else {
-        return (StatusCode::INTERNAL_SERVER_ERROR, "internal error\n").into_response();
+    // Pages are bounded (`PageLimit::WEB`); a body past this is a bug,
+    // and its 500 says so in the log.
+    let bytes = match axum::body::to_bytes(body, crate::net::MAX_BODY_BYTES * 64).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            tracing::error!(error = %e, limit = crate::net::MAX_BODY_BYTES * 64, "page too large to compress");
+            return (StatusCode::INTERNAL_SERVER_ERROR, "internal error\n").into_response();
+        }
     };
     if bytes.len() < 512 {
         return Response::from_parts(parts, Body::from(bytes));

@@ -13,14 +13,14 @@ use serde::Deserialize;
 
 use super::forms::{accept, authorise, authorise_api, bad_form, id_of, login_first, shown_on_form};
 use super::pages::Tab;
-use super::topic::read_topic;
+use super::topic::read_post;
 use super::view::{PostView, Time};
 use super::{Ctx, Session, capitalise, error_page, see_other};
 use crate::app::AppState;
 use crate::app::moderation::{self, ModRequest};
 use crate::app::{AppError, AppResult, ClientIp};
 use crate::model::{ModAction, ModLogEntry, Report, ReportStatus, VoteTarget};
-use crate::store::{ListModLog, ListReports, PostSort, Store};
+use crate::store::{ListModLog, ListReports, Store};
 
 /// Entries per page of the queue and the log.
 const PAGE: usize = 50;
@@ -147,18 +147,14 @@ async fn report_page<S: Store>(
     sent: bool,
 ) -> AppResult<Response> {
     let id = id_of(id, "topic")?;
-    let (topic, posts, _) = read_topic(state, id, PostSort::Old, ctx.user.as_ref()).await?;
-    let post = match post {
-        Some(pid) => Some(posts.iter().find(|p| p.id == pid).ok_or_else(|| AppError::not_found("post"))?),
-        None => None,
-    };
+    let (topic, post, _) = read_post(state, id, post, ctx.user.as_ref()).await?;
     let status = error.as_ref().map_or(StatusCode::OK, AppError::status);
     let page = ReportPage {
         ctx: ctx.clone(),
         topic_id: id,
         title: topic.title,
         community: topic.community,
-        post: post.map(|p| PostView::of(p, None, 0)),
+        post: post.map(|(p, _)| PostView::of(&p, None, 0)),
         reason,
         error: error.map(|e| capitalise(&e.to_string())),
         sent,

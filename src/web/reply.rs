@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::forms::{VotePath, authorise, authorise_api, bad_form, id_of, is_fetch, login_first};
-use super::topic::{read_topic, render_fragment};
+use super::topic::{read_post, render_fragment};
 use super::view::PostView;
 use super::{Ctx, Session, capitalise, error_page, local_path, see_other};
 use crate::app::AppState;
@@ -19,7 +19,7 @@ use crate::app::limits::ClientIp;
 use crate::app::posts::Reply;
 use crate::app::{AppError, AppResult};
 use crate::model::{Body, Post, User};
-use crate::store::{PostSort, Store};
+use crate::store::Store;
 
 #[derive(Template)]
 #[template(path = "reply.html")]
@@ -65,14 +65,8 @@ async fn reply_page<S: Store>(
     error: Option<(StatusCode, String)>,
 ) -> AppResult<Response> {
     let id = id_of(id, "topic")?;
-    let (topic, posts, _) = read_topic(state, id, PostSort::Old, ctx.user.as_ref()).await?;
-    let parent = match to {
-        Some(pid) => {
-            let p = posts.iter().find(|p| p.id == pid).ok_or_else(|| AppError::not_found("post"))?;
-            Some(PostView::of(p, None, 0))
-        }
-        None => None,
-    };
+    let (topic, parent, _) = read_post(state, id, to, ctx.user.as_ref()).await?;
+    let parent = parent.map(|(p, _)| PostView::of(&p, None, 0));
     let (status, error) = match error {
         Some((s, m)) => (s, Some(m)),
         None => (StatusCode::OK, None),
@@ -124,10 +118,10 @@ pub async fn reply<S: Store>(
                     *r.status_mut() = StatusCode::CREATED;
                     r
                 })
-                .unwrap_or_else(|e| (e.status(), e.to_string()).into_response())
+                .unwrap_or_else(|e| (e.status_logged(), e.to_string()).into_response())
         }
         Ok(post) => see_other(&format!("/t/{topic_id}#p{}", post.id)),
-        Err(e) if fetch => (e.status(), capitalise(&e.to_string())).into_response(),
+        Err(e) if fetch => (e.status_logged(), capitalise(&e.to_string())).into_response(),
         Err(e @ (AppError::Validation(_) | AppError::TooManyRequests(..) | AppError::Rejected(..))) => {
             let error = Some((e.status(), capitalise(&e.to_string())));
             reply_page(&state, &ctx, &id, parent, form.body, error).await.unwrap_or_else(|e| error_page(&ctx, e))
@@ -187,7 +181,7 @@ pub async fn vote<S: Store>(
     match crate::app::votes::cast_vote(&state, auth.user, ip, target, form.value).await {
         Ok(outcome) if fetch => axum::Json(outcome).into_response(),
         Ok(_) => see_other(&back),
-        Err(e) if fetch => (e.status(), capitalise(&e.to_string())).into_response(),
+        Err(e) if fetch => (e.status_logged(), capitalise(&e.to_string())).into_response(),
         Err(e) => error_page(&ctx, e),
     }
 }

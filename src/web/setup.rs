@@ -91,7 +91,7 @@ pub async fn create<S: Store>(
         Err(e) => {
             let error = Some(capitalise(&e.to_string()));
             let page = SetupPage { ctx: ctx.clone(), action: uri.path().to_owned(), username: form.username, error };
-            ctx.page(e.status(), &page)
+            ctx.page(e.status_logged(), &page)
         }
     }
 }

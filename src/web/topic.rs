@@ -8,6 +8,12 @@
 //! their own (their CSRF token, menu, edit and moderation controls, and
 //! what `redact` lets them see), rendered per request: see docs/WEB.md
 //! ("Page cache") for the measurements behind that choice.
+//!
+//! A page holds one part of its topic (`Part`): the first page of
+//! comments, a later one (`?after=`, past `PageLimit::WEB`), or the thread
+//! under one comment (`?thread=`, past `view::MAX_DEPTH`); each is cached
+//! apart and evicted with the rest of its topic. Nothing here reads a
+//! whole topic: a huge one made every view a 50-120 MB render (issue 26).
 
 use std::sync::Arc;
 
@@ -19,14 +25,16 @@ use serde::Deserialize;
 
 use super::forms::{id_of, is_fetch};
 use super::pages::Tab;
-use super::view::{Item, PostView, TopicRow, thread};
+use super::view::{Item, MAX_DEPTH, MAX_INDENT, PostView, TopicRow, thread};
 use super::{Ctx, Session, error_page, see_other};
 use crate::app::AppState;
 use crate::app::accounts::blocking;
+use crate::app::read::parse_post_cursor;
 use crate::app::{AppError, AppResult};
 use crate::cache::{Audience, Rendered, Variant, respond};
+use crate::model::paging::PageLimit;
 use crate::model::{Post, Restricted, Topic, User, Viewer, redact};
-use crate::store::{PostSort, Store};
+use crate::store::{PostCursor, PostSort, Store};
 
 /// The topic as its page shows it.
 pub struct TopicView {
@@ -70,6 +78,35 @@ struct TopicPage {
     /// fill in from a live event (`<template id="post-proto">`).
     proto: PostView,
     max_indent: usize,
+    max_depth: usize,
+    /// The link to the next page of comments, when there is one.
+    next: Option<String>,
+    /// A page past the first: it links back to it.
+    later: bool,
+    /// A thread page: the comment it shows the thread under.
+    root: Option<i64>,
+    /// The thread holds more replies than one page shows.
+    cut: bool,
+}
+
+/// Which part of a topic a page shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The first page of comments: the whole topic unless it is huge.
+    First,
+    /// A later page: the comments after the cursor, in its order.
+    After(PostCursor),
+    /// The thread under one comment, `MAX_DEPTH` levels of it.
+    Thread(i64),
+}
+
+/// A part of a topic as read: the topic, the comments, and where the next
+/// page starts or whether the thread was cut short.
+struct Read {
+    topic: Topic,
+    posts: Vec<Post>,
+    next: Option<PostCursor>,
+    cut: bool,
 }
 
 /// Stand for the id and author in `proto`; the script replaces them. The
@@ -99,8 +136,30 @@ fn proto(topic_id: i64, user: Option<&User>, moderating: Option<&str>) -> PostVi
 }
 
 #[derive(Deserialize)]
-pub struct SortParams {
+pub struct PageParams {
     sort: Option<String>,
+    /// The next page of a huge topic (`next` of the page before).
+    after: Option<String>,
+    /// The id of a comment: the page of the thread under it.
+    thread: Option<String>,
+}
+
+impl PageParams {
+    fn part(&self, sort: PostSort) -> AppResult<Part> {
+        let after = parse_post_cursor(self.after.as_deref(), sort)?;
+        let bad = |m: &str| AppError::BadRequest("invalid_query", m.to_owned());
+        match (self.thread.as_deref().filter(|t| !t.is_empty()), after) {
+            (None, None) => Ok(Part::First),
+            (None, Some(after)) => Ok(Part::After(after)),
+            (Some(t), None) => t
+                .parse()
+                .ok()
+                .filter(|id| *id > 0)
+                .map(Part::Thread)
+                .ok_or_else(|| bad("thread must be a comment's id")),
+            (Some(_), Some(_)) => Err(bad("a thread is one page: it takes no after")),
+        }
+    }
 }
 
 pub async fn show<S: Store>(
@@ -109,18 +168,51 @@ pub async fn show<S: Store>(
     uri: Uri,
     headers: HeaderMap,
     Path(id): Path<String>,
-    Query(q): Query<SortParams>,
+    Query(q): Query<PageParams>,
 ) -> Response {
     let ctx = Ctx::new(&session, &uri);
     let found = async {
         let id = id_of(&id, "topic")?;
         let sort = crate::app::read::parse_post_sort(q.sort.as_deref())?;
+        let part = q.part(sort)?;
         match ctx.user {
-            None => public_page(&state, id, sort, &headers).await,
-            Some(_) => render_topic_page(&state, &ctx, id, sort).await,
+            None => public_page(&state, id, sort, part, &headers).await,
+            Some(_) => render_topic_page(&state, &ctx, id, sort, part).await,
         }
     };
     found.await.unwrap_or_else(|e| error_page(&ctx, e))
+}
+
+/// Reads one part of a topic, as stored: one page of its comments, or
+/// the thread under one of them.
+async fn read_part<S: Store>(state: &AppState<S>, id: i64, sort: PostSort, part: Part) -> AppResult<Read> {
+    let limit = PageLimit::WEB;
+    let after = match part {
+        Part::First => None,
+        Part::After(c) => Some(c),
+        // One level more than is shown: it tells which of the last level
+        // shown have replies ("continue this thread").
+        Part::Thread(root) => {
+            let (topic, posts, cut) = state.store.thread(id, root, MAX_DEPTH, sort, limit).await?;
+            return Ok(Read { topic, posts, next: None, cut });
+        }
+    };
+    let page = state.store.topic_page(id, sort, after, limit).await?;
+    Ok(Read { topic: page.topic, posts: page.posts, next: page.next, cut: false })
+}
+
+/// Where a part of a topic lives, with its order when not the default.
+fn path_of(id: i64, sort: PostSort, part: Part) -> String {
+    let mut query = Vec::new();
+    if sort != PostSort::Best {
+        query.push(format!("sort={}", sort_key(sort)));
+    }
+    match part {
+        Part::First => {}
+        Part::After(c) => query.push(format!("after={}", c.encode())),
+        Part::Thread(root) => query.push(format!("thread={root}")),
+    }
+    if query.is_empty() { format!("/t/{id}") } else { format!("/t/{id}?{}", query.join("&")) }
 }
 
 /// The signed-out page: from the cache, 304 when the browser has it.
@@ -128,10 +220,15 @@ async fn public_page<S: Store>(
     state: &AppState<S>,
     id: i64,
     sort: PostSort,
+    part: Part,
     headers: &HeaderMap,
 ) -> AppResult<Response> {
-    let key = (id, Variant::Page(sort));
-    let rendered = state.cache.get_or_render(key, || render_public_page(state, id, sort)).await?;
+    let variant = match part {
+        Part::First => Variant::Page(sort),
+        Part::After(c) => Variant::PageAfter(c),
+        Part::Thread(root) => Variant::Thread(sort, root),
+    };
+    let rendered = state.cache.get_or_render((id, variant), || render_public_page(state, id, sort, part)).await?;
     if rendered.body.is_empty() {
         return Err(AppError::not_found("topic")); // removed: hidden from the public
     }
@@ -143,36 +240,43 @@ async fn public_page<S: Store>(
 
 /// Renders the public view. A removed topic's is an empty body carrying
 /// its restriction, cached like the API's, so even its 404s cost no query.
-async fn render_public_page<S: Store>(state: &AppState<S>, id: i64, sort: PostSort) -> AppResult<Arc<Rendered>> {
-    let (mut topic, mut posts) = state.store.topic_with_posts(id, sort).await?;
+async fn render_public_page<S: Store>(
+    state: &AppState<S>,
+    id: i64,
+    sort: PostSort,
+    part: Part,
+) -> AppResult<Arc<Rendered>> {
+    let mut read = read_part(state, id, sort, part).await?;
     // Markdown and the template take milliseconds on a long thread: keep
     // them off the async workers.
     blocking(move || {
-        let restricted = Restricted::of(&topic, &posts);
-        if !redact(&mut topic, &mut posts, Viewer::Public) {
+        let restricted = Restricted::of(&read.topic, &read.posts);
+        if !redact(&mut read.topic, &mut read.posts, Viewer::Public) {
             return Ok(Arc::new(Rendered::html(Vec::new(), restricted)));
         }
         // The same bytes for every visitor, whatever query they came with.
-        let here = match sort {
-            PostSort::Best => format!("/t/{id}"),
-            _ => format!("/t/{id}?sort={}", sort_key(sort)),
-        };
-        let html = page_html(Ctx::public(here), &topic, &posts, sort, false)?;
+        let here = path_of(id, sort, part);
+        let html = page_html(Ctx::public(here), &read, sort, part, false)?;
         Ok(Arc::new(Rendered::html(html.into_bytes(), restricted)))
     })
     .await?
 }
 
-/// The whole topic page for a signed-in viewer, rendered for this request.
+/// A topic page for a signed-in viewer, rendered for this request.
 pub async fn render_topic_page<S: Store>(
     state: &AppState<S>,
     ctx: &Ctx,
     id: i64,
     sort: PostSort,
+    part: Part,
 ) -> AppResult<Response> {
-    let (topic, posts, viewer) = read_topic(state, id, sort, ctx.user.as_ref()).await?;
+    let mut read = read_part(state, id, sort, part).await?;
+    let viewer = viewer_of(state, &read.topic, ctx.user.as_ref()).await;
+    if !redact(&mut read.topic, &mut read.posts, viewer) {
+        return Err(AppError::not_found("topic"));
+    }
     let page_ctx = ctx.clone();
-    let html = blocking(move || page_html(page_ctx, &topic, &posts, sort, viewer == Viewer::Moderator)).await??;
+    let html = blocking(move || page_html(page_ctx, &read, sort, part, viewer == Viewer::Moderator)).await??;
     let mut res = ctx.html(StatusCode::OK, html);
     res.headers_mut().insert(header::LINK, link_canonical(id));
     Ok(res)
@@ -186,39 +290,50 @@ fn sort_key(sort: PostSort) -> &'static str {
     }
 }
 
-/// The page's HTML for `ctx`'s viewer, from a topic already redacted for
-/// them.
-fn page_html(ctx: Ctx, topic: &Topic, posts: &[Post], sort: PostSort, moderator: bool) -> AppResult<String> {
+/// The page's HTML for `ctx`'s viewer, from a part of a topic already
+/// redacted for them.
+fn page_html(ctx: Ctx, read: &Read, sort: PostSort, part: Part, moderator: bool) -> AppResult<String> {
+    let topic = &read.topic;
     let id = topic.id;
     let user = ctx.user.as_ref();
-    let tabs = [("best", "Best"), ("new", "New"), ("old", "Old")]
+    // A thread keeps its root in every order; a later page's cursor
+    // belongs to its own order, so the others start over.
+    let tabs = [(PostSort::Best, "Best"), (PostSort::New, "New"), (PostSort::Old, "Old")]
         .into_iter()
-        .map(|(key, label)| Tab { href: format!("/t/{id}?sort={key}#comments"), label, current: key == sort_key(sort) })
+        .map(|(tab, label)| {
+            let href = match part {
+                Part::Thread(root) => format!("/t/{id}?sort={}&thread={root}#comments", sort_key(tab)),
+                _ => format!("/t/{id}?sort={}#comments", sort_key(tab)),
+            };
+            Tab { href, label, current: tab == sort }
+        })
         .collect();
     let moderating = moderator.then_some(topic.community.as_str());
     let page = TopicPage {
         t: TopicView::of(topic, user),
-        items: thread(posts, user, moderating),
+        items: thread(&read.posts, user, moderating, MAX_DEPTH),
         tabs,
         can_reply: user.is_some() && !topic.deleted && (!topic.locked || moderator),
         moderator,
         proto: proto(id, user, moderating),
-        max_indent: super::view::MAX_INDENT,
+        max_indent: MAX_INDENT,
+        max_depth: MAX_DEPTH,
+        next: read.next.map(|c| path_of(id, sort, Part::After(c)) + "#comments"),
+        later: matches!(part, Part::After(_)),
+        root: match part {
+            Part::Thread(root) => Some(root),
+            _ => None,
+        },
+        cut: read.cut,
         ctx,
     };
     page.render().map_err(|e| AppError::Internal(e.to_string()))
 }
 
-/// Reads a topic and its posts as `user` may see them: moderators (and
-/// admins) see removed content, authors their own, everyone else neither.
-pub async fn read_topic<S: Store>(
-    state: &AppState<S>,
-    id: i64,
-    sort: PostSort,
-    user: Option<&User>,
-) -> AppResult<(Topic, Vec<Post>, Viewer)> {
-    let (mut topic, mut posts) = state.store.topic_with_posts(id, sort).await?;
-    let viewer = match user {
+/// Who `user` is to this topic: moderators (and admins) see removed
+/// content, authors their own, everyone else neither.
+async fn viewer_of<S: Store>(state: &AppState<S>, topic: &Topic, user: Option<&User>) -> Viewer {
+    match user {
         None => Viewer::Public,
         Some(u) if u.is_admin => Viewer::Moderator,
         // A failed lookup shows no more than to anyone (fails closed).
@@ -226,11 +341,29 @@ pub async fn read_topic<S: Store>(
             Ok(true) => Viewer::Moderator,
             _ => Viewer::Author(u.id),
         },
+    }
+}
+
+/// A topic and, when asked, one of its posts, as `user` may see them (see
+/// `viewer_of`), with the post's depth (up to `MAX_INDENT`, all a view of
+/// one post needs) and the viewer. For the pages about one post (the
+/// fragment, the reply and report forms): never the whole topic.
+pub async fn read_post<S: Store>(
+    state: &AppState<S>,
+    id: i64,
+    post: Option<i64>,
+    user: Option<&User>,
+) -> AppResult<(Topic, Option<(Post, usize)>, Viewer)> {
+    let (mut topic, mut post) = match post {
+        Some(p) => state.store.topic_post(id, p, MAX_INDENT).await.map(|(t, p, depth)| (t, Some((p, depth))))?,
+        None => (state.store.topic(id).await?, None),
     };
-    if !redact(&mut topic, &mut posts, viewer) {
+    let viewer = viewer_of(state, &topic, user).await;
+    let posts = post.as_mut().map(|(p, _)| std::slice::from_mut(p)).unwrap_or_default();
+    if !redact(&mut topic, posts, viewer) {
         return Err(AppError::not_found("topic"));
     }
-    Ok((topic, posts, viewer))
+    Ok((topic, post, viewer))
 }
 
 fn link_canonical(id: i64) -> HeaderValue {
@@ -252,7 +385,8 @@ struct PostFragment {
 }
 
 /// `/t/{id}/p/{post}`: the post alone, as HTML, for the script (which asks
-/// with `X-Pith-Fetch`); a browser is sent to the post in its topic.
+/// with `X-Pith-Fetch`); a browser is sent to the thread under the post,
+/// where it is shown whatever its depth or page.
 pub async fn post_fragment<S: Store>(
     State(state): State<AppState<S>>,
     session: Session,
@@ -265,7 +399,7 @@ pub async fn post_fragment<S: Store>(
         return error_page(&ctx, AppError::not_found("post"));
     };
     if !is_fetch(&headers) {
-        return see_other(&format!("/t/{id}#p{post}"));
+        return see_other(&format!("/t/{id}?thread={post}#p{post}"));
     }
     let found = match &ctx.user {
         // Every signed-out page open on the topic asks for the same new
@@ -277,22 +411,22 @@ pub async fn post_fragment<S: Store>(
             .map(|r| respond(&r, &headers, Audience::Public)),
         Some(user) => fragment(&state, user, id, post).await,
     };
-    found.unwrap_or_else(|e| (e.status(), e.to_string()).into_response())
+    found.unwrap_or_else(|e| (e.status_logged(), e.to_string()).into_response())
 }
 
 async fn public_fragment<S: Store>(state: &AppState<S>, id: i64, post: i64) -> AppResult<Arc<Rendered>> {
-    let (_, posts, _) = read_topic(state, id, PostSort::Old, None).await?;
-    let p = posts.iter().find(|p| p.id == post).ok_or_else(|| AppError::not_found("post"))?;
-    let html = render_html(PostView::of(p, None, depth_of(&posts, p)))?;
+    let (_, found, _) = read_post(state, id, Some(post), None).await?;
+    let (p, depth) = found.ok_or_else(|| AppError::not_found("post"))?;
+    let html = render_html(PostView::of(&p, None, depth))?;
     Ok(Arc::new(Rendered::html(html.into_bytes(), None)))
 }
 
 /// The post as `user` sees it: their own controls, and a moderator's.
 async fn fragment<S: Store>(state: &AppState<S>, user: &User, id: i64, post: i64) -> AppResult<Response> {
-    let (topic, posts, viewer) = read_topic(state, id, PostSort::Old, Some(user)).await?;
-    let p = posts.iter().find(|p| p.id == post).ok_or_else(|| AppError::not_found("post"))?;
+    let (topic, found, viewer) = read_post(state, id, Some(post), Some(user)).await?;
+    let (p, depth) = found.ok_or_else(|| AppError::not_found("post"))?;
     let moderating = (viewer == Viewer::Moderator).then_some(topic.community.as_str());
-    render_fragment(PostView::of(p, Some(user), depth_of(&posts, p)).moderated(moderating))
+    render_fragment(PostView::of(&p, Some(user), depth).moderated(moderating))
 }
 
 fn render_html(p: PostView) -> AppResult<String> {
@@ -303,19 +437,4 @@ pub fn render_fragment(p: PostView) -> AppResult<Response> {
     let html = render_html(p)?;
     Ok(([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "private, no-cache")], html)
         .into_response())
-}
-
-/// How deep `p` sits in its thread (its ancestors that exist).
-fn depth_of(posts: &[Post], p: &Post) -> usize {
-    let parent = |id: i64| posts.iter().find(|q| q.id == id).and_then(|q| q.parent_id);
-    let mut depth = 0;
-    let mut at = p.parent_id;
-    while let Some(id) = at {
-        if depth > posts.len() || !posts.iter().any(|q| q.id == id) {
-            break;
-        }
-        depth += 1;
-        at = parent(id);
-    }
-    depth
 }

@@ -132,21 +132,46 @@ impl PostView {
     }
 }
 
-/// One step of the flattened tree: a post opens (its replies follow), or
-/// the most recently opened post closes.
+/// One step of the flattened tree: a post opens (its replies follow), the
+/// most recently opened post closes, or, in place of replies past
+/// `MAX_DEPTH`, a link to the thread under the post they reply to.
 pub struct Item {
     pub open: Option<PostView>,
+    /// "Continue this thread": the post whose replies are not shown here.
+    pub more: Option<i64>,
+}
+
+impl Item {
+    fn open(p: PostView) -> Item {
+        Item { open: Some(p), more: None }
+    }
+
+    fn close() -> Item {
+        Item { open: None, more: None }
+    }
+
+    fn more(post: i64) -> Item {
+        Item { open: None, more: Some(post) }
+    }
 }
 
 /// Deepest level that is still indented; deeper replies line up with it,
 /// so a long chain stays readable on a phone.
 pub const MAX_INDENT: usize = 6;
 
+/// Levels of a thread a page shows, the top one included. Replies below
+/// are a "continue this thread" link to the page of the thread under the
+/// last post shown (`/t/{id}?thread={post}`), which shows as many levels
+/// and links on, as Reddit does at about this depth. A chain of 5,000
+/// nested replies, all shown, took Chromium 42 s to lay out (73 s without
+/// JavaScript) where the server answered in 19 ms (issue 26).
+pub const MAX_DEPTH: usize = 10;
+
 /// Flattens the posts (in the order the store sorted them) into a
-/// depth-first walk of open and close steps. A post whose parent is
-/// missing is shown at the top level. `moderating`: the community, when
-/// the viewer moderates it.
-pub fn thread(posts: &[Post], viewer: Option<&User>, moderating: Option<&str>) -> Vec<Item> {
+/// depth-first walk of open and close steps, `max_depth` levels deep (see
+/// `MAX_DEPTH`). A post whose parent is missing is shown at the top level.
+/// `moderating`: the community, when the viewer moderates it.
+pub fn thread(posts: &[Post], viewer: Option<&User>, moderating: Option<&str>, max_depth: usize) -> Vec<Item> {
     let ids: std::collections::HashSet<i64> = posts.iter().map(|p| p.id).collect();
     let mut children: HashMap<Option<i64>, Vec<&Post>> = HashMap::new();
     for p in posts {
@@ -163,16 +188,20 @@ pub fn thread(posts: &[Post], viewer: Option<&User>, moderating: Option<&str>) -
         let depth = *depth;
         match iter.next() {
             Some(p) => {
-                out.push(Item { open: Some(PostView::of(p, viewer, depth).moderated(moderating)) });
+                out.push(Item::open(PostView::of(p, viewer, depth).moderated(moderating)));
                 match children.get(&Some(p.id)) {
+                    Some(_) if depth + 1 >= max_depth => {
+                        out.push(Item::more(p.id));
+                        out.push(Item::close());
+                    }
                     Some(kids) => stack.push((kids.iter(), depth + 1)),
-                    None => out.push(Item { open: None }),
+                    None => out.push(Item::close()),
                 }
             }
             None => {
                 stack.pop();
                 if !stack.is_empty() {
-                    out.push(Item { open: None });
+                    out.push(Item::close());
                 }
             }
         }
@@ -203,24 +232,40 @@ mod tests {
     }
 
     fn shape(items: &[Item]) -> String {
-        items.iter().map(|i| i.open.as_ref().map_or(")".to_owned(), |p| format!("({}", p.id))).collect()
+        items
+            .iter()
+            .map(|i| match (&i.open, i.more) {
+                (Some(p), _) => format!("({}", p.id),
+                (None, Some(more)) => format!("[{more}]"),
+                (None, None) => ")".to_owned(),
+            })
+            .collect()
     }
 
     #[test]
     fn replies_nest_under_their_parents_in_store_order() {
         let posts = [post(1, None), post(2, Some(1)), post(3, None), post(4, Some(2)), post(5, Some(1))];
-        assert_eq!(shape(&thread(&posts, None, None)), "(1(2(4))(5))(3)");
+        assert_eq!(shape(&thread(&posts, None, None, MAX_DEPTH)), "(1(2(4))(5))(3)");
     }
 
     #[test]
     fn an_orphan_reply_is_shown_at_the_top_level() {
-        assert_eq!(shape(&thread(&[post(7, Some(99))], None, None)), "(7)");
+        assert_eq!(shape(&thread(&[post(7, Some(99))], None, None, MAX_DEPTH)), "(7)");
     }
 
     #[test]
     fn a_chain_of_100000_replies_does_not_overflow_the_stack() {
         let posts: Vec<Post> = (1..=100_000).map(|i| post(i, (i > 1).then_some(i - 1))).collect();
-        assert_eq!(thread(&posts, None, None).len(), 200_000);
+        assert_eq!(thread(&posts, None, None, usize::MAX).len(), 200_000);
+    }
+
+    #[test]
+    fn replies_past_the_depth_are_a_link_to_the_thread_under_the_last_post_shown() {
+        let posts: Vec<Post> = (1..=5_000).map(|i| post(i, (i > 1).then_some(i - 1))).collect();
+        let shown = "(1(2(3(4(5(6(7(8(9(10[10]))))))))))";
+        assert_eq!(shape(&thread(&posts, None, None, MAX_DEPTH)), shown);
+        let leaf = [post(1, None), post(2, Some(1)), post(3, Some(2)), post(4, Some(1))];
+        assert_eq!(shape(&thread(&leaf, None, None, 2)), "(1(2[2])(4))", "a leaf at the last level needs no link");
     }
 
     #[test]

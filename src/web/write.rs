@@ -16,7 +16,7 @@ use crate::app::limits::ClientIp;
 use crate::app::{AppError, AppResult};
 use crate::app::{AppState, posts, read, topics};
 use crate::model::{Body, Community, CommunityName, User};
-use crate::store::{PostSort, Store};
+use crate::store::Store;
 
 #[derive(Template)]
 #[template(path = "submit.html")]
@@ -186,7 +186,7 @@ pub async fn edit_topic<S: Store>(
         Ok(_) => see_other(&format!("/t/{id}")),
         Err(e) if shown_on_form(&e) => {
             let page = edit_topic_page(&ctx, id, form.body, Some(capitalise(&e.to_string())));
-            ctx.page(e.status(), &page)
+            ctx.page(e.status_logged(), &page)
         }
         Err(e) => error_page(&ctx, e),
     }
@@ -207,7 +207,7 @@ pub async fn delete_topic<S: Store>(
     };
     let done = async {
         // Read first: where to go afterwards.
-        let (topic, _) = state.store.topic_with_posts(id, PostSort::Old).await?;
+        let topic = state.store.topic(id).await?;
         topics::delete_topic(&state, user, id).await?;
         Ok::<_, AppError>(topic.community)
     };
@@ -269,7 +269,7 @@ pub async fn edit_post<S: Store>(
         Ok(topic) => see_other(&format!("/t/{topic}#p{post}")),
         Err(e) if shown_on_form(&e) => {
             let page = edit_post_page(&ctx, topic, post, form.body, Some(capitalise(&e.to_string())));
-            ctx.page(e.status(), &page)
+            ctx.page(e.status_logged(), &page)
         }
         Err(e) => error_page(&ctx, e),
     }

@@ -338,3 +338,44 @@ test('a moderator removes a comment from the topic page; another browser sees it
   await reader.close();
   await modCtx.close();
 });
+
+test('a deep thread shows ten levels and a link that continues it, with JavaScript off; live replies keep to the cut', async () => {
+  const topic = await api('POST', '/communities/raspi/topics', { title: 'Turtles all the way down ' + run });
+  const chain = [];
+  for (let i = 0; i < 25; i++) {
+    chain.push((await api('POST', `/topics/${topic.id}/posts`, { body: `Level ${i}`, parent_id: chain.at(-1) ?? null })).id);
+  }
+  const continueLink = (p) => p.getByRole('link', { name: 'continue this thread →' });
+
+  // Without JavaScript: ten levels, then a plain link to the thread under the tenth, and on.
+  const off = await browser.newContext({ javaScriptEnabled: false });
+  const page = await open(off, `/t/${topic.id}`);
+  assert.equal(await page.locator('#thread .post').count(), 10);
+  assert.equal(await continueLink(page).count(), 1);
+  await Promise.all([page.waitForURL(`${BASE}/t/${topic.id}?thread=${chain[9]}`), continueLink(page).click()]);
+  assert.equal(await page.locator('#thread .post').count(), 10);
+  assert.equal(await page.locator(`#p${chain[18]}`).count(), 1);
+  await Promise.all([page.waitForURL(`${BASE}/t/${topic.id}?thread=${chain[18]}`), continueLink(page).click()]);
+  assert.equal(await page.locator('#thread .post').count(), 7, 'the end of the chain');
+  assert.equal(await continueLink(page).count(), 0);
+  await off.close();
+
+  // With JavaScript, live: a reply within ten levels arrives in place, one past them becomes
+  // the link under its parent, one to a comment not shown is only counted.
+  const on = await browser.newContext();
+  const watcher = await open(on);
+  const subscribed = watcher.waitForResponse((r) => r.url().includes('/api/v1/live/sse'));
+  await watcher.goto(`${BASE}/t/${topic.id}`);
+  await subscribed;
+  const tenth = await api('POST', `/topics/${topic.id}/posts`, { body: 'At the tenth level', parent_id: chain[8] });
+  await watcher.locator(`#p${chain[8]} > details > .replies > #p${tenth.id}`).waitFor({ timeout: 10000 });
+  const past = await api('POST', `/topics/${topic.id}/posts`, { body: 'Past it', parent_id: tenth.id });
+  await api('POST', `/topics/${topic.id}/posts`, { body: 'Far below', parent_id: chain[20] });
+  await watcher.waitForFunction(() => document.querySelector('[data-count]').textContent === '28 comments');
+  const link = watcher.locator(`#p${tenth.id} > details > .replies > .more a`);
+  assert.equal(await link.getAttribute('href'), `/t/${topic.id}?thread=${tenth.id}`);
+  assert.equal(await watcher.locator(`#p${past.id}`).count(), 0);
+  assert.equal(await watcher.locator('#thread .post').count(), 11);
+  assert.deepEqual([...page.errors, ...watcher.errors], []);
+  await on.close();
+});

@@ -49,3 +49,47 @@ async fn a_bad_log_format_is_a_readable_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("xml") && err.contains("human") && err.contains("json"), "{err}");
 }
+
+/// A 500 says nothing to the client; the log must say why. Some routes
+/// (the live script's post fragment) answered 500 with nothing logged
+/// (issue 26): storage broken behind the server's back, each route that
+/// reads a post must log its cause under its request's id.
+#[tokio::test]
+async fn every_500_is_logged_with_its_cause_whichever_route_answers_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let admin = crate::support::child::user_add(&data, "admin", true).await;
+    let server = Server::start_with(&data, dir.path().join("serve.log"), Duration::from_secs(20), |cmd| {
+        cmd.env_remove("PITH_LOG").args(["--log-format", "json"]);
+    })
+    .await;
+    let c = client();
+    let post = |path: &str, body: Value| c.post(server.url(path)).bearer_auth(&admin).json(&body);
+    let r = fetch(post("/api/v1/communities", serde_json::json!({"name": "raspi", "title": "The Pi"}))).await;
+    assert_eq!(r.status, 201);
+    let r = fetch(post("/api/v1/communities/raspi/topics", serde_json::json!({"title": "Broken"}))).await;
+    let topic = r.json()["id"].as_i64().expect("topic");
+    let r = fetch(post(&format!("/api/v1/topics/{topic}/posts"), serde_json::json!({"body": "soon unreadable"}))).await;
+    let reply = r.json()["id"].as_i64().expect("post");
+
+    let conn = rusqlite::Connection::open(data.join("pith.db")).expect("open");
+    conn.execute_batch("ALTER TABLE posts RENAME TO posts_gone").expect("rename");
+    let requests = [
+        ("api-topic", c.get(server.url(&format!("/api/v1/topics/{topic}")))),
+        ("page", c.get(server.url(&format!("/t/{topic}"))).header("accept", "text/html")),
+        ("fragment", c.get(server.url(&format!("/t/{topic}/p/{reply}"))).header("x-pith-fetch", "1")),
+    ];
+    for (id, req) in requests {
+        let r = fetch(req.header("x-request-id", id)).await;
+        assert_eq!(r.status, 500, "{id}");
+    }
+    let text = server.log_text();
+    for id in ["api-topic", "page", "fragment"] {
+        let logged = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).any(|l| {
+            l["level"] == "ERROR"
+                && l["span"]["request_id"] == id
+                && l["fields"]["cause"].as_str().is_some_and(|c| c.contains("no such table"))
+        });
+        assert!(logged, "the 500 of {id} is not logged with its cause:\n{text}");
+    }
+}

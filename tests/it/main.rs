@@ -14,6 +14,8 @@
 //! - `setup`: the first run's one-time admin link.
 //! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
 //! - `live`: live updates over WebSocket and SSE, limits, fan-out, memory.
+//! - `paging`: huge topics read in bounded pages, deep threads cut with
+//!   "continue this thread", on both stores.
 //!
 //! What holds under stress, and against bad input:
 //! - `bad_input`: every malformed request is a 4xx with the error shape.
@@ -78,6 +80,7 @@ mod migrate;
 mod moderation;
 mod openapi;
 mod pages;
+mod paging;
 mod postgres;
 mod search;
 mod seeding;

@@ -7,6 +7,7 @@
 pub mod conn;
 mod first_admin;
 pub mod moderation;
+mod parts;
 pub mod reads;
 pub mod reports;
 pub mod search;
@@ -144,6 +145,36 @@ impl Store for PgStore {
 
     async fn topic_with_posts(&self, id: i64, sort: PostSort) -> StoreResult<(Topic, Vec<Post>)> {
         read!(self, |c| reads::topic_with_posts(c, id, sort))
+    }
+
+    async fn topic(&self, id: i64) -> StoreResult<Topic> {
+        let client = get(&self.pool).await?;
+        reads::topic(&client, id).await
+    }
+
+    async fn topic_page(
+        &self,
+        id: i64,
+        sort: PostSort,
+        after: Option<crate::store::PostCursor>,
+        limit: crate::model::paging::PageLimit,
+    ) -> StoreResult<crate::store::PostPage> {
+        read!(self, |c| parts::topic_page(c, id, sort, after, limit))
+    }
+
+    async fn topic_post(&self, topic: i64, post: i64, max_depth: usize) -> StoreResult<(Topic, Post, usize)> {
+        read!(self, |c| parts::topic_post(c, topic, post, max_depth))
+    }
+
+    async fn thread(
+        &self,
+        topic: i64,
+        root: i64,
+        depth: usize,
+        sort: PostSort,
+        limit: crate::model::paging::PageLimit,
+    ) -> StoreResult<(Topic, Vec<Post>, bool)> {
+        read!(self, |c| parts::thread(c, topic, root, depth, sort, limit))
     }
 
     // Bodies come rendered (`model::Text`): no connection (nor a row

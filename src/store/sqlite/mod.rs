@@ -8,6 +8,7 @@ mod checkpoint;
 pub mod conn;
 mod first_admin;
 pub mod moderation;
+mod parts;
 mod readers;
 pub mod reads;
 pub mod reports;
@@ -200,6 +201,35 @@ impl Store for SqliteStore {
 
     async fn topic_with_posts(&self, id: i64, sort: PostSort) -> StoreResult<(Topic, Vec<Post>)> {
         self.readers.read(move |c| reads::topic_with_posts(c, id, sort)).await
+    }
+
+    async fn topic(&self, id: i64) -> StoreResult<Topic> {
+        self.readers.read(move |c| reads::topic(c, id)).await
+    }
+
+    async fn topic_page(
+        &self,
+        id: i64,
+        sort: PostSort,
+        after: Option<crate::store::PostCursor>,
+        limit: crate::model::paging::PageLimit,
+    ) -> StoreResult<crate::store::PostPage> {
+        self.readers.read(move |c| parts::topic_page(c, id, sort, after, limit)).await
+    }
+
+    async fn topic_post(&self, topic: i64, post: i64, max_depth: usize) -> StoreResult<(Topic, Post, usize)> {
+        self.readers.read(move |c| parts::topic_post(c, topic, post, max_depth)).await
+    }
+
+    async fn thread(
+        &self,
+        topic: i64,
+        root: i64,
+        depth: usize,
+        sort: PostSort,
+        limit: crate::model::paging::PageLimit,
+    ) -> StoreResult<(Topic, Vec<Post>, bool)> {
+        self.readers.read(move |c| parts::thread(c, topic, root, depth, sort, limit)).await
     }
 
     // Bodies come rendered (`model::Text`): no write waits on the single

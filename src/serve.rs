@@ -64,6 +64,7 @@ async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::net::t
     let state = AppState::with_config(store, cfg.cache.cache_mb << 20, &cfg.live, &cfg.rate);
     // Over TLS every cookie is Secure, whatever the flag says.
     state.web.set_secure_cookies(cfg.web.secure_cookies || tls.is_some());
+    state.sessions.set(&cfg.sessions);
     crate::app::bus::start(&state, &cfg.cluster, cfg.data.database.as_deref())?;
     let metrics_listener = crate::api::metrics::start(&cfg.metrics, &state).await?;
     if !state.store.has_admin().await? {

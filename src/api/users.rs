@@ -69,7 +69,7 @@ async fn login<S: Store>(
 }
 
 async fn logout<S: Store>(State(state): State<AppState<S>>, auth: AuthUser) -> AppResult<StatusCode> {
-    revoke_token(&state, auth.digest).await?;
+    revoke_token(&state, auth.user.id, auth.digest).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -9,6 +9,7 @@ use super::auth::{dummy_hash, hash_password, new_token, token_digest, verify_pas
 use super::limits::{Action, ClientIp, Who};
 use super::{App, AppError, AppResult, AppState};
 use crate::live::Resolver;
+use crate::model::Change;
 use crate::model::{NewToken, Password, RegistrationMode, TokenKind, User, Username};
 use crate::store::Store;
 
@@ -78,13 +79,15 @@ pub async fn check_login<S: Store>(state: &AppState<S>, ip: ClientIp, name: &str
     }
 }
 
-/// Ends a session, for the API's logout and the form's.
-pub async fn revoke_token<S: Store>(state: &AppState<S>, digest: [u8; 32]) -> AppResult<()> {
+/// Ends a session of `user_id`, for the API's logout and the form's.
+pub async fn revoke_token<S: Store>(state: &AppState<S>, user_id: i64, digest: [u8; 32]) -> AppResult<()> {
     // Forget the cached token before and after revoking, so no request can
     // re-cache it in between and no cancelled request can leave it cached.
     state.tokens.remove(&digest);
     state.store.revoke_token(digest).await?;
     state.tokens.remove(&digest);
+    // Other nodes of a cluster forget it too.
+    super::apply::apply(state, Change::TokensRevoked { user_id });
     Ok(())
 }
 

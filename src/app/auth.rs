@@ -96,6 +96,18 @@ impl TokenCache {
     pub fn remove(&self, digest: &[u8; 32]) {
         self.map.lock().unwrap_or_else(|p| p.into_inner()).remove(digest);
     }
+
+    /// Forgets every cached token of `user_id`: another node revoked some
+    /// of them, and this one cannot tell which (`Change::TokensRevoked`).
+    pub fn forget_user(&self, user_id: i64) {
+        self.map.lock().unwrap_or_else(|p| p.into_inner()).retain(|_, (user, _)| user.id != user_id);
+    }
+
+    /// Forgets every cached token (the cluster bus may have lost a
+    /// revocation).
+    pub fn clear(&self) {
+        self.map.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
 }
 
 impl Default for TokenCache {

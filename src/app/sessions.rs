@@ -15,7 +15,7 @@ use super::accounts::blocking;
 use super::auth::{AuthUser, hash_password, token_id, verify_password};
 use super::limits::{Action, ClientIp, Who};
 use super::{App, AppError, AppResult, AppState};
-use crate::model::{IdleLimits, Password, Timestamp, TokenKind, TokenRecord, User};
+use crate::model::{Change, IdleLimits, Password, Timestamp, TokenKind, TokenRecord, User};
 use crate::store::Store;
 
 /// `pith serve`'s idle limits.
@@ -120,7 +120,7 @@ pub async fn list<S: Store>(state: &AppState<S>, auth: &AuthUser) -> AppResult<V
     let (expired, live): (Vec<TokenRecord>, Vec<TokenRecord>) =
         state.store.user_tokens(auth.user.id).await?.into_iter().partition(|t| t.expired(now, limits));
     for token in expired {
-        super::accounts::revoke_token(state, token.hash).await?;
+        super::accounts::revoke_token(state, auth.user.id, token.hash).await?;
     }
     Ok(live
         .into_iter()
@@ -140,7 +140,7 @@ pub async fn list<S: Store>(state: &AppState<S>, auth: &AuthUser) -> AppResult<V
 pub async fn revoke<S: Store>(state: &AppState<S>, auth: &AuthUser, id: &str) -> AppResult<()> {
     let tokens = state.store.user_tokens(auth.user.id).await?;
     let token = tokens.iter().find(|t| token_id(&t.hash) == id).ok_or(AppError::not_found("session"))?;
-    super::accounts::revoke_token(state, token.hash).await
+    super::accounts::revoke_token(state, auth.user.id, token.hash).await
 }
 
 /// "Sign out everywhere else": revokes every session and token of the user
@@ -148,7 +148,7 @@ pub async fn revoke<S: Store>(state: &AppState<S>, auth: &AuthUser, id: &str) ->
 pub async fn revoke_others<S: Store>(state: &AppState<S>, auth: &AuthUser) -> AppResult<usize> {
     forget_all(state, auth.user.id).await?;
     let revoked = state.store.revoke_tokens(auth.user.id, Some(auth.digest)).await?;
-    forget(state, &revoked);
+    forget(state, auth.user.id, &revoked);
     Ok(revoked.len())
 }
 
@@ -182,7 +182,7 @@ pub async fn change_password<S: Store>(
     let new_hash = blocking(move || hash_password(new.as_str())).await?.map_err(AppError::Internal)?;
     forget_all(state, auth.user.id).await?;
     let revoked = state.store.set_password(auth.user.id, old_hash, new_hash, Some(auth.digest)).await?;
-    forget(state, &revoked);
+    forget(state, auth.user.id, &revoked);
     Ok(revoked.len())
 }
 
@@ -195,14 +195,19 @@ fn wrong_password() -> AppError {
 /// answer from the cache.
 async fn forget_all<S: Store>(state: &AppState<S>, user_id: i64) -> AppResult<()> {
     let tokens = state.store.user_tokens(user_id).await?;
-    forget(state, &tokens.iter().map(|t| t.hash).collect::<Vec<_>>());
+    for token in tokens {
+        state.tokens.remove(&token.hash);
+    }
     Ok(())
 }
 
-fn forget<S: Store>(state: &AppState<S>, digests: &[[u8; 32]]) {
+/// Drops revoked tokens from this node's token cache, and tells the other
+/// nodes of a cluster to drop the user's from theirs.
+fn forget<S: Store>(state: &AppState<S>, user_id: i64, digests: &[[u8; 32]]) {
     for digest in digests {
         state.tokens.remove(digest);
     }
+    super::apply::apply(state, Change::TokensRevoked { user_id });
 }
 
 /// The request's `User-Agent`, to label the session or token it starts.

@@ -191,14 +191,14 @@ pub async fn logout<S: Store>(
     form: Result<Form<LogoutForm>, FormRejection>,
 ) -> Response {
     let ctx = Ctx::with_anon_csrf(&session, &uri);
-    let Some(digest) = session.token_digest() else {
+    let (Some(digest), Some(user_id)) = (session.token_digest(), session.user.as_ref().map(|u| u.id)) else {
         return see_other("/");
     };
     let csrf = form.map(|Form(f)| f.csrf).unwrap_or_default();
     if !session.csrf_ok(&csrf) {
         return csrf_refused(&ctx);
     }
-    if let Err(e) = users::revoke_token(&state, digest).await {
+    if let Err(e) = users::revoke_token(&state, user_id, digest).await {
         return error_page(&ctx, e);
     }
     let mut res = see_other("/");

@@ -64,11 +64,16 @@ async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::net::t
     let state = AppState::with_config(store, cfg.cache.cache_mb << 20, &cfg.live, &cfg.rate);
     // Over TLS every cookie is Secure, whatever the flag says.
     state.web.set_secure_cookies(cfg.web.secure_cookies || tls.is_some());
+    let public_url = match &cfg.web.public_url {
+        Some(url) => url.clone(),
+        None => listen_url(scheme, listener.local_addr()?),
+    };
+    state.web.set_public_url(&public_url, cfg.web.hsts_days);
     state.sessions.set(&cfg.sessions);
     crate::app::bus::start(&state, &cfg.cluster, cfg.data.database.as_deref())?;
     let metrics_listener = crate::api::metrics::start(&cfg.metrics, &state).await?;
     if !state.store.has_admin().await? {
-        let link = setup_link(scheme, listener.local_addr()?, &state.web.setup.issue());
+        let link = format!("{}/setup/{}", state.web.public_url(), state.web.setup.issue());
         // A log line, and so on stderr, which keeps `--log-format json`
         // output all JSON.
         tracing::warn!("no administrator yet: create one at this one-time link (works until one exists): {link}");
@@ -94,15 +99,16 @@ async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::net::t
     Ok(())
 }
 
-/// `SCHEME://HOST:PORT/setup/TOKEN`; an unspecified listen address is
-/// shown as `localhost` (another machine uses the server's name instead).
-fn setup_link(scheme: &str, addr: std::net::SocketAddr, token: &str) -> String {
+/// `SCHEME://HOST:PORT` of the listen address, the site's address when no
+/// `--public-url` says otherwise; an unspecified address is shown as
+/// `localhost` (another machine uses the server's name instead).
+fn listen_url(scheme: &str, addr: std::net::SocketAddr) -> String {
     let host = match addr.ip() {
         ip if ip.is_unspecified() => "localhost".to_owned(),
         std::net::IpAddr::V6(ip) => format!("[{ip}]"),
         ip => ip.to_string(),
     };
-    format!("{scheme}://{host}:{}/setup/{token}", addr.port())
+    format!("{scheme}://{host}:{}", addr.port())
 }
 
 /// Resolves on SIGINT or SIGTERM.

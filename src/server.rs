@@ -30,9 +30,18 @@ pub fn router<S: Store>(state: AppState<S>, request_timeout: Duration) -> Router
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(net::deadline::DeadlineLayer { limit: request_timeout });
-    api::metrics::layer(app, &state)
-        .layer(axum::middleware::from_fn(crate::logging::request_id::layer))
-        .with_state(state)
+    let app = api::metrics::layer(app, &state);
+    // HSTS on every answer that goes through the router (pages, API,
+    // redirects) of a site served over HTTPS; browsers ignore it over
+    // plain HTTP, so one header value, fixed at start-up, does.
+    let app = match state.web.hsts() {
+        Some(hsts) => app.layer(axum::middleware::map_response(move |mut res: axum::response::Response| {
+            res.headers_mut().insert(axum::http::header::STRICT_TRANSPORT_SECURITY, hsts.clone());
+            std::future::ready(res)
+        })),
+        None => app,
+    };
+    app.layer(axum::middleware::from_fn(crate::logging::request_id::layer)).with_state(state)
 }
 
 /// A browser gets an HTML 404 page; API clients the JSON error.

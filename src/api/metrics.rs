@@ -10,6 +10,7 @@ use axum::routing::get;
 use tokio::task::JoinHandle;
 
 use crate::app::{AppError, AppState};
+use crate::metrics::config::Access;
 use crate::metrics::{CONTENT_TYPE, MetricsConfig, Mode, http};
 use crate::store::Store;
 
@@ -19,6 +20,7 @@ use crate::store::Store;
 pub async fn start<S: Store>(cfg: &MetricsConfig, state: &AppState<S>) -> anyhow::Result<Option<JoinHandle<()>>> {
     let mode = cfg.mode();
     state.metrics.set_mode(mode);
+    state.metrics.set_public(cfg.metrics_access == Access::Any);
     let Some(addr) = cfg.metrics_listen.filter(|_| mode == Mode::OwnListener) else {
         return Ok(None);
     };
@@ -41,6 +43,28 @@ pub async fn scrape<S: Store>(State(state): State<AppState<S>>) -> Response {
     }
 }
 
+/// `GET /metrics` on the main listener: for a client on this machine that
+/// no proxy forwarded, unless `--metrics-access any`. A reverse proxy on
+/// the same machine connects from loopback too, so a request carrying a
+/// forwarding header (the ones docs/DEPLOY.md's proxies set, or the
+/// configured `--real-ip-header`) is a visitor's, not a local client's.
+async fn scrape_main<S: Store>(State(state): State<AppState<S>>, parts: axum::http::request::Parts) -> Response {
+    let peer = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>();
+    let headers = &parts.headers;
+    let local = peer.is_some_and(|p| p.0.ip().to_canonical().is_loopback())
+        && !["forwarded", "x-forwarded-for", "x-real-ip"].iter().any(|h| headers.contains_key(*h))
+        && state.limits.real_ip_header().is_none_or(|h| !headers.contains_key(h));
+    if !(local || state.metrics.is_public()) {
+        return AppError::Rejected(
+            axum::http::StatusCode::FORBIDDEN,
+            "metrics_local_only",
+            "/metrics answers clients on this machine only; see --metrics-access and --metrics-listen".into(),
+        )
+        .into_response();
+    }
+    scrape(State(state)).await
+}
+
 /// Adds `/metrics` (when served on the main listener) and the route marker
 /// to the application's routes; call after every route is added.
 pub fn routes<S: Store>(routes: Router<AppState<S>>, state: &AppState<S>) -> Router<AppState<S>> {
@@ -48,7 +72,7 @@ pub fn routes<S: Store>(routes: Router<AppState<S>>, state: &AppState<S>) -> Rou
         Mode::Off => routes,
         Mode::OwnListener => routes.route_layer(axum::middleware::from_fn(http::mark_route)),
         Mode::MainListener => {
-            routes.route("/metrics", get(scrape::<S>)).route_layer(axum::middleware::from_fn(http::mark_route))
+            routes.route("/metrics", get(scrape_main::<S>)).route_layer(axum::middleware::from_fn(http::mark_route))
         }
     }
 }

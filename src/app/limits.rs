@@ -159,6 +159,11 @@ impl RateLimits {
         self.login_ip.retain_recent();
     }
 
+    /// `--real-ip-header`, when set to a valid header name.
+    pub fn real_ip_header(&self) -> Option<&HeaderName> {
+        self.real_ip_header.as_ref()
+    }
+
     /// The client's address: the socket's peer, or the configured proxy
     /// header when it holds an address.
     fn client_ip(&self, parts: &Parts) -> IpAddr {

@@ -21,11 +21,25 @@ pub struct MetricsConfig {
     /// main one (keep it off the public network). Unset: on the main listener.
     #[arg(long = "metrics-listen", env = "PITH_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
+
+    /// Who may read `/metrics` on the main listener: `local` (a client on
+    /// this machine, not forwarded by a proxy) or `any`. A forum on a home
+    /// network should not tell every visitor its routes, database size
+    /// and memory. `--metrics-listen` serves whoever reaches its address.
+    #[arg(long = "metrics-access", env = "PITH_METRICS_ACCESS", value_enum, default_value = "local")]
+    pub metrics_access: Access,
+}
+
+/// Who may read `/metrics` on the main listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Access {
+    Local,
+    Any,
 }
 
 impl Default for MetricsConfig {
     fn default() -> Self {
-        MetricsConfig { metrics: Switch::On, metrics_listen: None }
+        MetricsConfig { metrics: Switch::On, metrics_listen: None, metrics_access: Access::Local }
     }
 }
 

@@ -12,7 +12,7 @@ pub mod config;
 pub mod http;
 mod process;
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::info::Info;
@@ -58,6 +58,9 @@ pub struct Metrics {
     store: Option<StoreMetrics>,
     /// A `Mode`; set before the router is built (see `set_mode`).
     mode: AtomicU8,
+    /// `--metrics-access any`: the main listener's `/metrics` answers
+    /// every client, not only local ones.
+    public: AtomicBool,
 }
 
 impl Metrics {
@@ -84,12 +87,29 @@ impl Metrics {
         }
         r.register("process_resident_memory_bytes", "Resident memory of the process", sampled.resident_bytes.clone());
         r.register("process_virtual_memory_bytes", "Virtual memory of the process", sampled.virtual_bytes.clone());
-        Metrics { registry: r, http, sampled, store, mode: AtomicU8::new(Mode::MainListener as u8) }
+        Metrics {
+            registry: r,
+            http,
+            sampled,
+            store,
+            mode: AtomicU8::new(Mode::MainListener as u8),
+            public: AtomicBool::new(false),
+        }
     }
 
     /// Call before `server::run`: the router reads it when it is built.
     pub fn set_mode(&self, mode: Mode) {
         self.mode.store(mode as u8, Ordering::Relaxed);
+    }
+
+    /// Call with `set_mode`: whether every client may read `/metrics` on
+    /// the main listener (`--metrics-access any`).
+    pub fn set_public(&self, public: bool) {
+        self.public.store(public, Ordering::Relaxed);
+    }
+
+    pub fn is_public(&self) -> bool {
+        self.public.load(Ordering::Relaxed)
     }
 
     pub fn mode(&self) -> Mode {

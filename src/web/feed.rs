@@ -1,10 +1,12 @@
 //! Atom 1.0 feeds (RFC 4287) of the newest topics: `/feed.atom` for the
 //! whole site, `/c/{name}/feed.atom` for one community. Absolute links are
-//! built from the request's `Host` (and `X-Forwarded-Proto`).
+//! built from the site's configured address (`--public-url`, else the
+//! listen address), never from the request: a forged `Host` would
+//! otherwise point a publicly cacheable feed's links at another site.
 
 use askama::Template;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::app::{AppError, AppResult, AppState};
@@ -39,16 +41,12 @@ struct Feed {
     entries: Vec<Entry>,
 }
 
-pub async fn front<S: Store>(State(state): State<AppState<S>>, headers: HeaderMap) -> Response {
-    answer(feed(&state, &headers, None).await)
+pub async fn front<S: Store>(State(state): State<AppState<S>>) -> Response {
+    answer(feed(&state, None).await)
 }
 
-pub async fn community<S: Store>(
-    State(state): State<AppState<S>>,
-    headers: HeaderMap,
-    Path(name): Path<String>,
-) -> Response {
-    answer(feed(&state, &headers, Some(name)).await)
+pub async fn community<S: Store>(State(state): State<AppState<S>>, Path(name): Path<String>) -> Response {
+    answer(feed(&state, Some(name)).await)
 }
 
 fn answer(feed: AppResult<String>) -> Response {
@@ -69,7 +67,7 @@ fn answer(feed: AppResult<String>) -> Response {
     }
 }
 
-async fn feed<S: Store>(state: &AppState<S>, headers: &HeaderMap, name: Option<String>) -> AppResult<String> {
+async fn feed<S: Store>(state: &AppState<S>, name: Option<String>) -> AppResult<String> {
     let (title, page) = match &name {
         Some(n) if n.len() <= 64 => {
             let c = state.store.community(n.clone()).await?;
@@ -97,20 +95,6 @@ async fn feed<S: Store>(state: &AppState<S>, headers: &HeaderMap, name: Option<S
         })
         .collect();
     let this = if page == "/" { "/feed.atom".to_owned() } else { format!("{page}/feed.atom") };
-    let feed = Feed { base: base_url(headers), page, this, title, updated: newest.rfc3339(), entries };
+    let feed = Feed { base: state.web.public_url(), page, this, title, updated: newest.rfc3339(), entries };
     feed.render().map_err(|e| AppError::Internal(e.to_string()))
-}
-
-/// `scheme://host` of this request, for the absolute IRIs Atom needs.
-fn base_url(headers: &HeaderMap) -> String {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c)))
-        .unwrap_or("localhost");
-    let https = headers
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"));
-    format!("{}://{host}", if https { "https" } else { "http" })
 }

@@ -12,6 +12,12 @@
 //! tosses into the cookie jar comes with no token the server signed. Both
 //! are compared in constant time.
 //!
+//! Each page masks its token afresh (a random pad, then the token XOR the
+//! pad, as Rails and Django do), so no two responses carry the same bytes:
+//! BREACH guesses a secret byte by byte from how well a compressed
+//! response shrinks when the page also reflects the guess (the search
+//! box's `q`), which needs the secret to be the same in every response.
+//!
 //! Over TLS every cookie here is named with the `__Host-` prefix (so
 //! `__Host-pith_session`): a browser takes such a cookie only from a
 //! secure origin, with `Path=/` and no `Domain`, so neither a sibling
@@ -53,7 +59,7 @@ pub struct Session {
     /// The pre-session cookie's random value, from the cookie or new.
     anon: String,
     /// The anonymous forms' token: `anon` signed with the server's key.
-    anon_signed: String,
+    anon_signed: [u8; 32],
     /// The anonymous cookie must be set on the response (it was missing).
     anon_is_new: bool,
     secure: bool,
@@ -87,11 +93,16 @@ impl<S: Store> FromRequestParts<AppState<S>> for Session {
 }
 
 impl Session {
-    /// The token to put in this page's forms.
+    /// The token to put in this page's forms, masked afresh (`mask`).
     pub fn csrf(&self) -> String {
+        mask(&self.expected_csrf())
+    }
+
+    /// The unmasked token this session's forms must carry.
+    fn expected_csrf(&self) -> [u8; 32] {
         match &self.token {
             Some(t) => signed_csrf(t),
-            None => self.anon_signed.clone(),
+            None => self.anon_signed,
         }
     }
 
@@ -100,13 +111,12 @@ impl Session {
     /// else counts: whatever the cookie jar holds, a page that does not
     /// know the session token cannot post as it.
     pub fn csrf_ok(&self, sent: &str) -> bool {
-        let eq = |want: &str| bool::from(want.as_bytes().ct_eq(sent.as_bytes()));
-        match &self.token {
-            Some(t) => eq(&signed_csrf(t)),
-            // Only a cookie that came with the request: a new one was
-            // never sent to a form.
-            None => !self.anon_is_new && eq(&self.anon_signed),
+        // Only a pre-session cookie that came with the request: a new one
+        // was never sent to a form.
+        if self.token.is_none() && self.anon_is_new {
+            return false;
         }
+        unmask(sent).is_some_and(|sent| bool::from(sent.ct_eq(&self.expected_csrf())))
     }
 
     /// The digest of the session token, for logout.
@@ -137,17 +147,43 @@ impl Session {
     }
 }
 
-/// HMAC-SHA256(key = session token, "pith-csrf"), base64url.
-fn signed_csrf(token: &str) -> String {
-    URL_SAFE_NO_PAD.encode(hmac_sha256(token.as_bytes(), b"pith-csrf"))
+/// HMAC-SHA256(key = session token, "pith-csrf").
+fn signed_csrf(token: &str) -> [u8; 32] {
+    hmac_sha256(token.as_bytes(), b"pith-csrf")
+}
+
+/// base64url(pad || token XOR pad) with a new random pad.
+fn mask(token: &[u8; 32]) -> String {
+    let mut out = [0u8; 64];
+    let (pad, masked) = out.split_at_mut(32);
+    rand::RngCore::fill_bytes(&mut rand::rng(), pad);
+    for ((m, t), p) in masked.iter_mut().zip(token).zip(pad.iter()) {
+        *m = t ^ p;
+    }
+    URL_SAFE_NO_PAD.encode(out)
+}
+
+/// The token inside a masked one; `None` for anything not 64 bytes of
+/// base64url.
+fn unmask(sent: &str) -> Option<[u8; 32]> {
+    if sent.len() != 86 {
+        return None;
+    }
+    let bytes = URL_SAFE_NO_PAD.decode(sent).ok()?;
+    let (pad, masked) = bytes.split_at(32);
+    let mut token = [0u8; 32];
+    for ((t, m), p) in token.iter_mut().zip(masked).zip(pad) {
+        *t = m ^ p;
+    }
+    Some(token)
 }
 
 /// HMAC-SHA256(key = the server's key, "pith-anon-csrf" + the pre-session
 /// cookie's value), base64url: a different message from `signed_csrf`'s,
 /// so neither token stands for the other.
-fn anon_csrf(key: &[u8], cookie: &str) -> String {
+fn anon_csrf(key: &[u8], cookie: &str) -> [u8; 32] {
     let msg = [b"pith-anon-csrf".as_slice(), cookie.as_bytes()].concat();
-    URL_SAFE_NO_PAD.encode(hmac_sha256(key, &msg))
+    hmac_sha256(key, &msg)
 }
 
 /// The session and CSRF cookies' name: `__Host-` prefixed over TLS.
@@ -213,7 +249,23 @@ mod tests {
     fn each_session_token_signs_its_own_csrf_token() {
         assert_eq!(signed_csrf("token-a"), signed_csrf("token-a"));
         assert_ne!(signed_csrf("token-a"), signed_csrf("token-b"));
-        assert_eq!(signed_csrf("token-a").len(), 43);
+    }
+
+    /// BREACH (docs/SECURITY.md): no two pages carry the same bytes, and
+    /// every masking of the token is accepted while nothing else is.
+    #[test]
+    fn each_masking_of_a_token_differs_and_unmasks_to_it() {
+        let token = signed_csrf("token-a");
+        let (one, two) = (mask(&token), mask(&token));
+        assert_ne!(one, two);
+        assert_eq!(one.len(), 86);
+        assert_eq!(unmask(&one), Some(token));
+        assert_eq!(unmask(&two), Some(token));
+        assert_ne!(unmask(&mask(&signed_csrf("token-b"))), Some(token));
+        let unmasked = URL_SAFE_NO_PAD.encode(token);
+        for bad in [unmasked.as_str(), "", "forged", &one[..85], &format!("{one}A"), &format!("*{}", &one[1..])] {
+            assert!(unmask(bad).is_none_or(|t| t != token), "{bad:?}");
+        }
     }
 
     #[test]
@@ -238,7 +290,5 @@ mod tests {
         assert_eq!(anon_csrf(&a, "cookie"), anon_csrf(&a, "cookie"));
         assert_ne!(anon_csrf(&a, "cookie"), anon_csrf(&b, "cookie"), "another key, another token");
         assert_ne!(anon_csrf(&a, "cookie"), anon_csrf(&a, "cookie2"));
-        assert_ne!(anon_csrf(&a, "cookie"), "cookie");
-        assert_eq!(anon_csrf(&a, "cookie").len(), 43);
     }
 }

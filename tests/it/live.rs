@@ -782,6 +782,23 @@ async fn a_close_frame_with_a_one_byte_payload_is_answered_with_1002() {
     app.stop().await;
 }
 
+/// RFC 6455 5.5.1 and 8.1: a close reason is UTF-8; one that is not is
+/// invalid data (1007), as a text message that is not UTF-8 is. A valid
+/// reason is echoed back with its code.
+#[tokio::test]
+async fn a_close_reason_that_is_not_utf8_is_answered_with_1007() {
+    let app = spawn_live(|_| {}).await;
+    let mut raw = raw_connect(app.addr, "").await;
+    raw.write_all(&pith::live::frame::frame(8, &[0x0f, 0xa1, 0xc3, 0x28], Some([7, 7, 7, 7]))).await.expect("write");
+    assert_eq!(read_until_close(&mut raw).await, Some(1007));
+
+    let mut raw = raw_connect(app.addr, "").await;
+    let reason = [&[0x0f, 0xa1][..], "au revoir, é".as_bytes()].concat();
+    raw.write_all(&pith::live::frame::frame(8, &reason, Some([7, 7, 7, 7]))).await.expect("write");
+    assert_eq!(read_until_close(&mut raw).await, Some(4001));
+    app.stop().await;
+}
+
 /// docs/LIVE.md: unknown fields are refused, in every message.
 #[tokio::test]
 async fn unknown_fields_in_a_client_message_are_refused_with_invalid_message() {

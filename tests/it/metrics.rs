@@ -230,3 +230,64 @@ async fn metrics_listen_serves_them_on_their_own_port_only() {
     assert_eq!(other.status, 404, "the metrics port serves nothing else");
     assert!(server.log_text().contains(&format!("127.0.0.1:{port}")), "the address is logged");
 }
+
+/// An IPv4 address of this machine that is not loopback, so a client
+/// connecting to it is seen as coming from elsewhere (issue 26, item 13).
+fn non_loopback_ipv4() -> std::net::Ipv4Addr {
+    let mut found = None;
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list`, which is walked read-only and freed
+    // once; each `ifa_addr` is read as a sockaddr_in only when AF_INET.
+    unsafe {
+        assert_eq!(libc::getifaddrs(&mut list), 0, "getifaddrs");
+        let mut at = list;
+        while !at.is_null() {
+            let addr = (*at).ifa_addr;
+            if !addr.is_null() && i32::from((*addr).sa_family) == libc::AF_INET {
+                let v4 = &*(addr as *const libc::sockaddr_in);
+                let ip = std::net::Ipv4Addr::from(u32::from_be(v4.sin_addr.s_addr));
+                if !ip.is_loopback() && found.is_none() {
+                    found = Some(ip);
+                }
+            }
+            at = (*at).ifa_next;
+        }
+        libc::freeifaddrs(list);
+    }
+    found.expect("this test needs a non-loopback IPv4 address on the machine (any interface)")
+}
+
+/// issue 26, item 13: `/metrics` on the main listener tells local clients
+/// only, unless `--metrics-access any`: not a client on another address,
+/// nor one a reverse proxy on this machine forwarded.
+#[tokio::test]
+async fn metrics_on_the_main_listener_answer_local_clients_only_by_default() {
+    let app = spawn_app().await;
+    assert_eq!(fetch(client().get(app.url("/metrics"))).await.status, 200, "a local client");
+    for header in ["x-forwarded-for", "forwarded", "x-real-ip"] {
+        let r = fetch(client().get(app.url("/metrics")).header(header, "203.0.113.9")).await;
+        assert_eq!(r.status, 403, "forwarded by a proxy ({header})");
+        assert_error_shape("a forwarded /metrics", &r.json());
+        assert_eq!(r.json()["error"]["code"], "metrics_local_only");
+    }
+    // The same server on an address other machines reach.
+    let ip = non_loopback_ipv4();
+    let listener = tokio::net::TcpListener::bind((ip, 0)).await.expect("bind");
+    let outside = format!("http://{}/metrics", listener.local_addr().expect("addr"));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(pith::server::run(listener, app.state.clone(), Duration::from_secs(30), async {
+        let _ = stopped.await;
+    }));
+    let r = fetch(client().get(&outside)).await;
+    assert_eq!(r.status, 403, "a client at {ip}");
+    assert!(!String::from_utf8_lossy(&r.bytes).contains("pith_"), "no metric leaks");
+    assert_eq!(fetch(client().get(outside.replace("/metrics", "/healthz"))).await.status, 200);
+    // --metrics-access any
+    app.state.metrics.set_public(true);
+    assert_eq!(fetch(client().get(&outside)).await.status, 200);
+    let r = fetch(client().get(app.url("/metrics")).header("x-forwarded-for", "203.0.113.9")).await;
+    assert_eq!(r.status, 200);
+    let _ = stop.send(());
+    let _ = server.await;
+    app.stop().await;
+}

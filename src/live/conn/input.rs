@@ -83,7 +83,13 @@ impl Conn {
                 let code = match *payload {
                     [] => close::NORMAL,
                     [_] => return Err(Stop::Close(close::PROTOCOL, "a close body of one byte")),
-                    [a, b, ..] => u16::from_be_bytes([a, b]),
+                    [a, b, ref reason @ ..] => {
+                        // 5.5.1: the reason is UTF-8; 7.4.1: else 1007.
+                        if std::str::from_utf8(reason).is_err() {
+                            return Err(Stop::Close(close::INVALID_DATA, "close reason is not UTF-8"));
+                        }
+                        u16::from_be_bytes([a, b])
+                    }
                 };
                 let valid = matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999);
                 Err(Stop::Close(if valid { code } else { close::PROTOCOL }, ""))

@@ -1,11 +1,15 @@
 //! Regressions of issue 26's probe of the forms (docs/SECURITY.md, "The
 //! browser"): removed content through the edit forms, CSRF by cookie
-//! tossing, and the open-redirect filter.
+//! tossing, the open-redirect filter, absolute links under a forged Host,
+//! HSTS, and CSRF tokens masked per page (BREACH).
+
+use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::json;
 
 use super::{Browser, appoint, csrf_of, signed_in, text, user_with_password};
+use crate::support::child::Server;
 use crate::support::helpers::spawn_app;
 
 /// What the edit form answers (status, whether `secret` shows) and what
@@ -145,4 +149,78 @@ async fn redirects_after_login_and_votes_stay_on_this_site_whatever_the_path_hol
     assert_eq!((r.status, r.header("location")), (303, Some("/")));
     let r = voter.submit(&page, &format!("/t/{topic}/vote"), &[("value", "1"), ("back", &page)]).await;
     assert_eq!(r.header("location"), Some(page.as_str()), "a path on this site is kept");
+}
+
+/// The request with `Host: evil.example`, answered by `server`.
+async fn with_forged_host(server: &Server, path: &str) -> String {
+    let addr = server.base.trim_start_matches("http://").parse().expect("addr");
+    let req = format!("GET {path} HTTP/1.1\r\nhost: evil.example\r\nconnection: close\r\n\r\n");
+    crate::support::raw::exchange(addr, req.as_bytes()).await
+}
+
+/// issue 26, items 7 and 9: absolute links come from `--public-url` (or
+/// the listen address), never from the request's Host; an https site
+/// sends HSTS on pages, API answers and redirects alike.
+#[tokio::test]
+async fn absolute_links_ignore_the_host_header_and_an_https_site_sends_hsts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let args = ["--public-url", "https://Forum.Example/"];
+    let server = Server::start_with(&data, dir.path().join("a.log"), Duration::from_secs(20), |c| {
+        c.args(args);
+    })
+    .await;
+    let feed = with_forged_host(&server, "/feed.atom").await;
+    assert!(feed.starts_with("HTTP/1.1 200"), "{feed}");
+    assert!(feed.contains("<id>https://forum.example/feed.atom</id>"), "{feed}");
+    assert!(feed.contains("type=\"text/html\" href=\"https://forum.example/\""), "{feed}");
+    assert!(!feed.contains("evil.example"), "{feed}");
+    for path in ["/", "/api/v1/communities", "/login?next=/x", "/nowhere"] {
+        let answer = with_forged_host(&server, path).await.to_ascii_lowercase();
+        assert!(answer.contains("\r\nstrict-transport-security: max-age=31536000\r\n"), "{path}: {answer}");
+    }
+    drop(server);
+
+    // Without --public-url: the listen address, and no HSTS over http.
+    let server = Server::start(&data, dir.path().join("b.log"), Duration::from_secs(20)).await;
+    let feed = with_forged_host(&server, "/feed.atom").await;
+    assert!(feed.contains(&format!("<id>{}/feed.atom</id>", server.base)), "{feed}");
+    assert!(!feed.contains("evil.example"), "{feed}");
+    assert!(!with_forged_host(&server, "/").await.to_ascii_lowercase().contains("strict-transport-security"));
+    drop(server);
+
+    // A value that is not a site's address stops start-up, saying why.
+    for bad in ["forum.example", "https://forum.example/pith"] {
+        let out = crate::support::child::run_pith(&["config".as_ref(), "--public-url".as_ref(), bad.as_ref()]).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("https://forum.example"), "{bad}: {err}");
+    }
+}
+
+/// issue 26, item 9 (BREACH): each page carries its CSRF token masked
+/// afresh, so a compressed page reflecting a guess (the search box) never
+/// repeats the secret; every masking is accepted, a bare or altered
+/// token is not.
+#[tokio::test]
+async fn csrf_tokens_differ_on_every_page_and_each_is_accepted() {
+    let app = spawn_app().await;
+    let topic = super::forum(&app).await;
+    let (mut b, _) = signed_in(&app, "mia").await;
+    let page = format!("/t/{topic}/reply");
+    let tokens: Vec<String> = {
+        let mut t = Vec::new();
+        for _ in 0..3 {
+            t.push(csrf_of(&text(&b.get(&page).await)));
+        }
+        t
+    };
+    assert!(tokens[0] != tokens[1] && tokens[1] != tokens[2] && tokens[0] != tokens[2], "{tokens:?}");
+    for (i, csrf) in tokens.iter().enumerate() {
+        let r = b.post(&page, &[("csrf", csrf), ("body", &format!("masked {i}"))]).await;
+        assert_eq!(r.status, 303, "masking {i} is accepted");
+    }
+    let mut altered = tokens[0].clone().into_bytes();
+    altered[50] = if altered[50] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).expect("ascii");
+    assert_eq!(b.post(&page, &[("csrf", &altered), ("body", "x")]).await.status, 403);
 }

@@ -116,6 +116,9 @@ pub struct ServeConfig {
     #[command(flatten)]
     pub web: WebConfig,
 
+    #[command(flatten)]
+    pub sessions: crate::app::SessionConfig,
+
     /// TOML file of settings, keyed by the long flag names (`listen =
     /// "0.0.0.0:8080"`, `cache-mb = 128`); flags and environment override
     /// it. Default: `pith.toml` in the data dir, when it exists.
@@ -168,6 +171,15 @@ pub struct UserAddConfig {
     /// Password; without one the account logs in only with the printed token.
     #[arg(long, env = "PITH_USER_PASSWORD")]
     pub password: Option<String>,
+
+    #[command(flatten)]
+    pub data: DataConfig,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct UserTokenConfig {
+    /// The user to issue a new API token to.
+    pub name: String,
 
     #[command(flatten)]
     pub data: DataConfig,

@@ -15,7 +15,9 @@ use clap::{ArgMatches, Command as ClapCommand, CommandFactory, FromArgMatches};
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{BackupConfig, RestoreConfig, SeedConfig, ServeConfig, Setting, UserAddConfig, UserInviteConfig};
+use crate::config::{
+    BackupConfig, RestoreConfig, SeedConfig, ServeConfig, Setting, UserAddConfig, UserInviteConfig, UserTokenConfig,
+};
 
 /// The subcommands that take `pith serve`'s settings.
 const SERVE_LIKE: [&str; 2] = ["serve", "config"];
@@ -76,6 +78,9 @@ pub struct ConfigShowConfig {
 pub enum UserCommand {
     /// Create a user; prints a new API token as the last line of stdout.
     Add(UserAddConfig),
+    /// Issue a new API token to an existing user (their other sessions and
+    /// tokens stay); prints it as the last line of stdout.
+    Token(UserTokenConfig),
     /// Create a one-use invite code for registration by invitation; prints
     /// the code as the last line of stdout.
     Invite(UserInviteConfig),

@@ -27,6 +27,7 @@ fn main() -> std::process::ExitCode {
         Command::Serve(cfg) => pith::serve::main(cfg),
         Command::Seed(cfg) => pith::seed::main(cfg),
         Command::User { command: UserCommand::Add(cfg) } => pith::users::add(cfg),
+        Command::User { command: UserCommand::Token(cfg) } => pith::users::token(cfg),
         Command::User { command: UserCommand::Invite(cfg) } => pith::users::invite(cfg),
         Command::Bench(args) => pith::bench::main(args),
         Command::Backup(cfg) => pith::backup::backup(cfg),

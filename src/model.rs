@@ -5,13 +5,17 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub mod change;
+mod lookalike;
 mod moderation;
 pub mod paging;
 pub mod policy;
 mod search;
+mod sessions;
 pub use change::Change;
+pub use lookalike::NameKeys;
 pub use moderation::*;
 pub use search::SearchHit;
+pub use sessions::{IdleLimits, NewToken, TokenKind, TokenRecord, label};
 
 /// Unix seconds, serialised as RFC 3339 (`2026-11-22T10:00:00Z`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -69,6 +69,7 @@ async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::net::t
         None => listen_url(scheme, listener.local_addr()?),
     };
     state.web.set_public_url(&public_url, cfg.web.hsts_days);
+    state.sessions.set(&cfg.sessions);
     crate::app::bus::start(&state, &cfg.cluster, cfg.data.database.as_deref())?;
     let metrics_listener = crate::api::metrics::start(&cfg.metrics, &state).await?;
     if !state.store.has_admin().await? {

@@ -1,17 +1,18 @@
 //! `pith user`: create an account from the command line (the way to make
-//! the first administrator) and print a fresh API token, or create an
-//! invite code for a site that admits by invitation.
+//! the first administrator) and print a fresh API token, issue a new API
+//! token to an existing account, or create an invite code for a site that
+//! admits by invitation.
 
 use std::future::Future;
 
 use anyhow::Context;
 
 use crate::app::auth::{hash_password, new_token, token_digest};
-use crate::config::{Backend, DataConfig, UserAddConfig, UserInviteConfig};
-use crate::model::{Password, Timestamp, Username};
-use crate::store::Store;
+use crate::config::{Backend, DataConfig, UserAddConfig, UserInviteConfig, UserTokenConfig};
+use crate::model::{NewToken, Password, Timestamp, TokenKind, User, Username};
 use crate::store::postgres::{PgOptions, PgStore};
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
+use crate::store::{Store, StoreError};
 
 pub fn add(cfg: UserAddConfig) -> anyhow::Result<()> {
     let name = Username::parse(&cfg.name).map_err(|e| anyhow::anyhow!("invalid user name: {e}"))?;
@@ -30,6 +31,36 @@ pub fn add(cfg: UserAddConfig) -> anyhow::Result<()> {
     eprintln!("created user {} (id {}{})", user.name, user.id, if user.is_admin { ", admin" } else { "" });
     println!("{token}");
     Ok(())
+}
+
+/// Issues a new API token to an existing account (one that lost its
+/// token, or a password-less one run by a script); the database keeps
+/// only its digest, so this is the one time it is shown.
+pub fn token(cfg: UserTokenConfig) -> anyhow::Result<()> {
+    let name = cfg.name.clone();
+    let (user, token) = match cfg.data.backend() {
+        Backend::Sqlite(_) => with_sqlite(&cfg.data, |store| new_api_token(store, name))?,
+        Backend::Postgres(url) => with_postgres(&url, |store| new_api_token(store, name))?,
+    };
+    eprintln!("issued a new API token to user {} (id {}); their other sessions and tokens stay", user.name, user.id);
+    println!("{token}");
+    Ok(())
+}
+
+async fn new_api_token<S: Store>(store: std::sync::Arc<S>, name: String) -> anyhow::Result<(User, String)> {
+    let Some((user, _)) = store.user_credentials(name.clone()).await? else {
+        anyhow::bail!("there is no user {name} (`pith user add {name}` creates one)");
+    };
+    let token = issue(&*store, &user, "pith user token").await?;
+    Ok((user, token))
+}
+
+/// Stores a new API token for `user`, labelled with the command that made it.
+async fn issue<S: Store>(store: &S, user: &User, label: &str) -> anyhow::Result<String> {
+    let token = new_token();
+    let new = NewToken { user_id: user.id, hash: token_digest(&token), kind: TokenKind::Api, label: label.into() };
+    store.issue_token(new).await?;
+    Ok(token)
 }
 
 /// Makes an invite code; the database keeps only its digest, so this is
@@ -64,10 +95,16 @@ async fn add_user<S: Store>(
     name: Username,
     hash: Option<String>,
     admin: bool,
-) -> anyhow::Result<(crate::model::User, String)> {
-    let user = store.create_user(name, hash, admin).await?;
-    let token = new_token();
-    store.add_token(user.id, token_digest(&token)).await?;
+) -> anyhow::Result<(User, String)> {
+    let shown = name.as_str().to_owned();
+    let user = match store.create_user(name, hash, admin).await {
+        Ok(user) => user,
+        Err(StoreError::Conflict(_)) => {
+            anyhow::bail!("user {shown} already exists; `pith user token {shown}` issues it a new API token")
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let token = issue(&*store, &user, "pith user add").await?;
     Ok((user, token))
 }
 

@@ -172,7 +172,7 @@ async fn join<S: Store>(
         ));
     }
     let user = match token {
-        Some(token) => Some(user_id(state, token.trim()).await?.ok_or(AppError::Unauthorized)?),
+        Some(token) => Some(user_id(&state.0, token.trim()).await?.ok_or(AppError::Unauthorized)?),
         None => None,
     };
     let mut member = Membership::join(hub, ip).map_err(refused)?;

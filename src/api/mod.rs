@@ -7,6 +7,7 @@ mod admin;
 mod communities;
 pub mod extract;
 pub mod live;
+mod me;
 pub mod metrics;
 pub mod moderation;
 mod openapi;
@@ -30,8 +31,9 @@ pub fn body_limit(route: &str) -> usize {
     match route.strip_prefix("/api/v1").unwrap_or(route) {
         // {"value": -1}
         r if r.ends_with("/vote") => KIB,
-        // A username (20) and a password (256), plus an invite code.
-        "/auth/register" | "/auth/login" | "/auth/logout" => 8 * KIB,
+        // A username (20) and a password (256), plus an invite code; or two
+        // passwords.
+        "/auth/register" | "/auth/login" | "/auth/logout" | "/me/password" => 8 * KIB,
         // A community's name, title and a 10,000-character description.
         "/communities" => 128 * KIB,
         // Moderation: a 500-character reason, a username, a duration.
@@ -78,6 +80,7 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .merge(posts::router())
         .merge(communities::router())
         .merge(users::router())
+        .merge(me::router())
         .merge(moderation::router())
         .merge(admin::router())
         .merge(search::router())

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::extract::{Json, Path};
 use crate::app::accounts::{check_login, create_account, issue_token, revoke_token};
+use crate::app::sessions::UserAgent;
 use crate::app::{AppError, AppResult, AppState, AuthUser, ClientIp};
-use crate::model::User;
+use crate::model::{TokenKind, User};
 use crate::store::Store;
 
 pub fn router<S: Store>() -> Router<AppState<S>> {
@@ -47,26 +48,28 @@ struct Session {
 async fn register<S: Store>(
     State(state): State<AppState<S>>,
     ip: ClientIp,
+    UserAgent(ua): UserAgent,
     Json(req): Json<Registration>,
 ) -> AppResult<Response> {
     let mode = state.store.site_settings().await?.registration;
     let user = create_account(&state, ip, mode, &req.username, &req.password, req.invite).await?;
-    let token = issue_token(&state, &user).await?;
+    let token = issue_token(&state, &user, TokenKind::Api, &ua).await?;
     Ok((StatusCode::CREATED, axum::Json(Session { token, user })).into_response())
 }
 
 async fn login<S: Store>(
     State(state): State<AppState<S>>,
     ip: ClientIp,
+    UserAgent(ua): UserAgent,
     Json(req): Json<Credentials>,
 ) -> AppResult<Response> {
     let user = check_login(&state, ip, &req.username, req.password).await?;
-    let token = issue_token(&state, &user).await?;
+    let token = issue_token(&state, &user, TokenKind::Api, &ua).await?;
     Ok(axum::Json(Session { token, user }).into_response())
 }
 
 async fn logout<S: Store>(State(state): State<AppState<S>>, auth: AuthUser) -> AppResult<StatusCode> {
-    revoke_token(&state, auth.digest).await?;
+    revoke_token(&state, auth.user.id, auth.digest).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -1,7 +1,7 @@
 //! Accounts: registration, logging in and out, and the bearer tokens a
 //! session is, for the API and the pages alike.
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
 use axum::http::StatusCode;
 
@@ -9,7 +9,8 @@ use super::auth::{dummy_hash, hash_password, new_token, token_digest, verify_pas
 use super::limits::{Action, ClientIp, Who};
 use super::{App, AppError, AppResult, AppState};
 use crate::live::Resolver;
-use crate::model::{Password, RegistrationMode, User, Username};
+use crate::model::Change;
+use crate::model::{NewToken, Password, RegistrationMode, TokenKind, User, Username};
 use crate::store::Store;
 
 /// Argon2 takes tens of milliseconds: keep it off the async workers.
@@ -18,10 +19,18 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static)
 }
 
 /// Stores a new bearer token for `user` and returns it; the API hands it
-/// out in JSON, the forms in a cookie.
-pub async fn issue_token<S: Store>(state: &AppState<S>, user: &User) -> AppResult<String> {
+/// out in JSON (`TokenKind::Api`), the forms in a cookie
+/// (`TokenKind::Session`). `label` (the User-Agent) names it in the
+/// owner's list of sessions.
+pub async fn issue_token<S: Store>(
+    state: &AppState<S>,
+    user: &User,
+    kind: TokenKind,
+    label: &str,
+) -> AppResult<String> {
     let token = new_token();
-    state.store.add_token(user.id, token_digest(&token)).await?;
+    let new = NewToken { user_id: user.id, hash: token_digest(&token), kind, label: crate::model::label(label) };
+    state.store.issue_token(new).await?;
     Ok(token)
 }
 
@@ -70,29 +79,25 @@ pub async fn check_login<S: Store>(state: &AppState<S>, ip: ClientIp, name: &str
     }
 }
 
-/// Ends a session, for the API's logout and the form's.
-pub async fn revoke_token<S: Store>(state: &AppState<S>, digest: [u8; 32]) -> AppResult<()> {
+/// Ends a session of `user_id`, for the API's logout and the form's.
+pub async fn revoke_token<S: Store>(state: &AppState<S>, user_id: i64, digest: [u8; 32]) -> AppResult<()> {
     // Forget the cached token before and after revoking, so no request can
     // re-cache it in between and no cancelled request can leave it cached.
     state.tokens.remove(&digest);
     state.store.revoke_token(digest).await?;
     state.tokens.remove(&digest);
+    // Other nodes of a cluster forget it too.
+    super::apply::apply(state, Change::TokensRevoked { user_id });
     Ok(())
 }
 
-/// The user id behind a bearer token, through the token cache.
-pub async fn user_id<S: Store>(app: &App<S>, token: &str) -> AppResult<Option<i64>> {
+/// The user id behind a bearer token, through the token cache and the
+/// idle limits (`sessions::token_user`).
+pub async fn user_id<S: Store>(app: &Arc<App<S>>, token: &str) -> AppResult<Option<i64>> {
     if token.is_empty() || token.len() > 128 {
         return Ok(None);
     }
-    let digest = token_digest(token);
-    if let Some(user) = app.tokens.get(&digest) {
-        return Ok(Some(user.id));
-    }
-    let Some(user) = app.store.user_by_token(digest).await? else { return Ok(None) };
-    let id = user.id;
-    app.tokens.put(digest, user);
-    Ok(Some(id))
+    Ok(super::sessions::token_user(app, token_digest(token)).await?.map(|u| u.id))
 }
 
 /// Lets a socket that sends `{"op":"auth"}` check its token against the

@@ -30,6 +30,7 @@ pub fn apply_here<S: Store>(state: &AppState<S>, change: &Change) {
         Change::PostRemoved { topic_id, post_id } => hub.post_removed(*topic_id, *post_id),
         Change::TopicCreated { topic } => hub.topic_created(topic),
         Change::TopicChanged { .. } => {}
+        Change::TokensRevoked { user_id } => state.tokens.forget_user(*user_id),
         Change::Scored { topic_id, post_id, score } => {
             hub.score(post_id.is_some(), post_id.unwrap_or(*topic_id), *topic_id, *score)
         }

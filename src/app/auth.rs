@@ -55,6 +55,14 @@ pub fn token_digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
+/// The name a session or token goes by in its owner's list and URLs: a
+/// hash of its digest, so neither the token nor the key it is stored
+/// under is ever shown. 72 bits: unique among one user's tokens.
+pub fn token_id(digest: &[u8; 32]) -> String {
+    let id = Sha256::new().chain_update(b"pith-token-id").chain_update(digest).finalize();
+    URL_SAFE_NO_PAD.encode(&id[..9])
+}
+
 /// Token digest -> user, for a minute at most. Revocation removes the entry
 /// at once, so a logged-out token stops working immediately.
 pub struct TokenCache {
@@ -88,6 +96,18 @@ impl TokenCache {
     pub fn remove(&self, digest: &[u8; 32]) {
         self.map.lock().unwrap_or_else(|p| p.into_inner()).remove(digest);
     }
+
+    /// Forgets every cached token of `user_id`: another node revoked some
+    /// of them, and this one cannot tell which (`Change::TokensRevoked`).
+    pub fn forget_user(&self, user_id: i64) {
+        self.map.lock().unwrap_or_else(|p| p.into_inner()).retain(|_, (user, _)| user.id != user_id);
+    }
+
+    /// Forgets every cached token (the cluster bus may have lost a
+    /// revocation).
+    pub fn clear(&self) {
+        self.map.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
 }
 
 impl Default for TokenCache {
@@ -116,11 +136,7 @@ impl<S: Store> FromRequestParts<AppState<S>> for AuthUser {
             .filter(|t| !t.is_empty() && t.len() <= 128)
             .ok_or(AppError::Unauthorized)?;
         let digest = token_digest(token);
-        if let Some(user) = state.tokens.get(&digest) {
-            return Ok(AuthUser { user, digest });
-        }
-        let user = state.store.user_by_token(digest).await?.ok_or(AppError::Unauthorized)?;
-        state.tokens.put(digest, user.clone());
+        let user = super::sessions::token_user(&state.0, digest).await?.ok_or(AppError::Unauthorized)?;
         Ok(AuthUser { user, digest })
     }
 }
@@ -136,6 +152,16 @@ mod tests {
         assert!(verify_password("correct horse", &h));
         assert!(!verify_password("wrong horse", &h));
         assert!(!verify_password("x", "not a hash"));
+    }
+
+    #[test]
+    fn a_token_id_names_a_token_without_showing_it_or_its_digest() {
+        let digest = token_digest("secret");
+        let id = token_id(&digest);
+        assert_eq!(id.len(), 12);
+        assert_eq!(id, token_id(&digest));
+        assert_ne!(id, token_id(&token_digest("other")));
+        assert!(!URL_SAFE_NO_PAD.encode(digest).contains(&id));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The application's side of the cluster bus: which bus, this node's id,
 //! and what a message from another node does (a `Change` goes through
-//! `apply_here`, a flush drops the whole cache).
+//! `apply_here`, a flush drops the whole cache and the token cache).
 
 use std::sync::Arc;
 
@@ -13,7 +13,11 @@ pub fn receive<S: Store>(app: Arc<App<S>>, msg: Msg) {
     let state = AppState(app);
     match msg {
         Msg::Change { change } => super::apply::apply_here(&state, &change),
-        Msg::Flush => state.cache.clear(),
+        Msg::Flush => {
+            state.cache.clear();
+            // A revocation may be among what was lost.
+            state.tokens.clear();
+        }
         // Resolved by the PostgreSQL transport before it gets here.
         Msg::Spilled { .. } => {}
     }

@@ -112,6 +112,7 @@ impl From<StoreError> for AppError {
             StoreError::Forbidden(m) => AppError::Forbidden(m.to_owned()),
             StoreError::Denied(code, m) => AppError::Rejected(StatusCode::FORBIDDEN, code, m),
             StoreError::Invalid(m) => AppError::Validation(m),
+            StoreError::Taken(code, m) => AppError::Rejected(StatusCode::CONFLICT, code, m),
             StoreError::Unavailable(m) => AppError::Unavailable(m),
             StoreError::Internal(m) => AppError::Internal(m),
         }

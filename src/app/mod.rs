@@ -5,6 +5,8 @@
 //! `Change` takes effect: cache, live subscribers, cluster bus.
 //!
 //! - `accounts`: register, log in and out, tokens.
+//! - `sessions`: idle limits, the owner's list of sessions and tokens,
+//!   revoking them, changing the password.
 //! - `topics`, `posts`, `votes`, `moderation`, `communities`: the writes
 //!   of the forum.
 //! - `site`: site settings, invites, the first administrator.
@@ -25,6 +27,7 @@ pub mod limits;
 pub mod moderation;
 pub mod posts;
 pub mod read;
+pub mod sessions;
 pub mod site;
 pub mod text;
 pub mod topics;
@@ -38,6 +41,7 @@ use std::sync::Arc;
 pub use auth::AuthUser;
 pub use error::{AppError, AppResult};
 pub use limits::{Action, ClientIp, RateConfig, Who};
+pub use sessions::SessionConfig;
 pub use web_settings::{WebConfig, WebSettings};
 
 use crate::cache::TopicCache;
@@ -50,6 +54,8 @@ pub struct App<S> {
     pub cache: TopicCache,
     /// Token digest -> user, so authenticated writes skip a read.
     pub tokens: auth::TokenCache,
+    /// How long sessions and API tokens last unused.
+    pub sessions: sessions::SessionSettings,
     /// Live subscribers; `apply` publishes events here.
     pub live: crate::live::Hub,
     /// Per-account and per-address rate limits (429 with Retry-After).
@@ -95,6 +101,7 @@ impl<S: Store> AppState<S> {
             cache,
             metrics,
             tokens: auth::TokenCache::new(),
+            sessions: sessions::SessionSettings::default(),
             live: crate::live::Hub::new(live, Some(accounts::token_resolver(app.clone()))),
             limits: limits::RateLimits::new(rate),
             web: WebSettings::default(),

@@ -45,6 +45,7 @@ mod tests {
         let msgs = [
             Msg::Change { change: Box::new(Change::TopicChanged { topic_id: 7 }) },
             Msg::Change { change: Box::new(Change::PostRemoved { topic_id: 7, post_id: 70 }) },
+            Msg::Change { change: Box::new(Change::TokensRevoked { user_id: 3 }) },
             Msg::Flush,
             Msg::Spilled { id: 12 },
         ];

@@ -29,6 +29,10 @@ pub enum Change {
     TopicChanged { topic_id: i64 },
     /// A vote's new total; `post_id` is `None` for the topic's own score.
     Scored { topic_id: i64, post_id: Option<i64>, score: i64 },
+    /// Sessions or tokens of a user were revoked (a logout, a password
+    /// change, "sign out everywhere else"): every node forgets the user's
+    /// cached tokens, so none still answers for a revoked one.
+    TokensRevoked { user_id: i64 },
 }
 
 impl Change {
@@ -40,7 +44,7 @@ impl Change {
             Change::PostRemoved { topic_id, .. }
             | Change::TopicChanged { topic_id }
             | Change::Scored { topic_id, .. } => Some(*topic_id),
-            Change::TopicCreated { .. } => None,
+            Change::TopicCreated { .. } | Change::TokensRevoked { .. } => None,
         }
     }
 }

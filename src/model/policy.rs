@@ -28,6 +28,10 @@ pub enum Refusal {
     /// The request contradicts what is stored (a reply to a deleted topic).
     #[error("{0}")]
     Invalid(String),
+    /// A name clashes with one on record, for a reason with its own error
+    /// code (`username_too_similar`).
+    #[error("{1}")]
+    Taken(&'static str, String),
 }
 
 /// A rule's answer: allowed, or refused and why.
@@ -409,6 +413,21 @@ pub fn may_use_invite(invite: Option<&InviteFacts>, now: Timestamp) -> Verdict {
     match invite {
         Some(i) if !i.used && i.expires_at.is_none_or(|t| t > now) => Ok(()),
         _ => Err(Refusal::Denied("invalid_invite", "the invite code is unknown, already used or expired".into())),
+    }
+}
+
+/// A new account's name may not read as a name on record: `similar` is
+/// an existing user's name whose look-alike keys (`model::NameKeys`) meet
+/// the new name's, other than the same name in another case (which the
+/// unique index refuses as taken). Registration, first-run setup and
+/// `pith user add` all go through this.
+pub fn may_take_name(similar: Option<&str>) -> Verdict {
+    match similar {
+        None => Ok(()),
+        Some(existing) => Err(Refusal::Taken(
+            "username_too_similar",
+            format!("that username is too similar to the existing user {existing}; choose another"),
+        )),
     }
 }
 
@@ -837,6 +856,10 @@ mod tests {
     #[test]
     fn the_first_administrator_is_made_only_while_there_is_none() {
         assert_eq!(may_create_first_admin(false), Ok(()));
+        assert_eq!(may_take_name(None), Ok(()));
+        assert!(
+            matches!(may_take_name(Some("alice")), Err(Refusal::Taken("username_too_similar", m)) if m.contains("alice"))
+        );
         assert_eq!(may_create_first_admin(true), Err(Refusal::Conflict("the site already has an administrator")));
     }
 }

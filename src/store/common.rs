@@ -17,6 +17,7 @@ impl From<Refusal> for StoreError {
             Refusal::Forbidden(message) => StoreError::Forbidden(message),
             Refusal::Denied(code, message) => StoreError::Denied(code, message),
             Refusal::Invalid(message) => StoreError::Invalid(message),
+            Refusal::Taken(code, message) => StoreError::Taken(code, message),
         }
     }
 }
@@ -69,6 +70,7 @@ mod tests {
             Refusal::Forbidden("not yours"),
             Refusal::Denied("banned", "you are banned".into()),
             Refusal::Invalid("bad parent".into()),
+            Refusal::Taken("username_too_similar", "too similar".into()),
         ] {
             let message = refusal.to_string();
             let error = StoreError::from(refusal.clone());
@@ -79,6 +81,7 @@ mod tests {
                 (Refusal::Forbidden(a), StoreError::Forbidden(b)) => a == b,
                 (Refusal::Denied(a, _), StoreError::Denied(b, _)) => a == b,
                 (Refusal::Invalid(a), StoreError::Invalid(b)) => a == b,
+                (Refusal::Taken(a, _), StoreError::Taken(b, _)) => a == b,
                 _ => false,
             };
             assert!(same, "{refusal:?} became {error:?}");

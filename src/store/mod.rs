@@ -15,8 +15,9 @@ use std::future::Future;
 
 use crate::model::paging::PageLimit;
 use crate::model::{
-    Ban, Community, CommunityName, Invite, Link, ModAction, ModLogEntry, Moderated, Post, Profile, Reason, Report,
-    ReportStatus, SiteSettings, Text, Timestamp, Title, Topic, User, Username, VoteOutcome, VoteTarget,
+    Ban, Community, CommunityName, Invite, Link, ModAction, ModLogEntry, Moderated, NewToken, Post, Profile, Reason,
+    Report, ReportStatus, SiteSettings, Text, Timestamp, Title, TokenKind, TokenRecord, Topic, User, Username,
+    VoteOutcome, VoteTarget,
 };
 
 pub use cursor::Cursor;
@@ -44,6 +45,10 @@ pub enum StoreError {
     /// (a parent post from another topic, say).
     #[error("{0}")]
     Invalid(String),
+    /// A name clashes with one on record, for a reason with its own error
+    /// code (`username_too_similar`); answered 409.
+    #[error("{1}")]
+    Taken(&'static str, String),
     /// The database cannot take writes right now (disk full, read-only).
     #[error("storage unavailable: {0}")]
     Unavailable(String),
@@ -192,7 +197,9 @@ pub struct ModLogPage {
 /// The storage interface. Every method is a single atomic operation; writes
 /// return only once durable.
 pub trait Store: Send + Sync + 'static {
-    // Accounts.
+    // Accounts. Every way an account is made refuses a name that looks
+    // like one on record (`policy::may_take_name`), in the transaction
+    // that inserts it.
     fn create_user(
         &self,
         name: Username,
@@ -204,9 +211,38 @@ pub trait Store: Send + Sync + 'static {
         &self,
         name: String,
     ) -> impl Future<Output = StoreResult<Option<(User, Option<String>)>>> + Send;
-    fn add_token(&self, user_id: i64, token_hash: [u8; 32]) -> impl Future<Output = StoreResult<()>> + Send;
-    fn user_by_token(&self, token_hash: [u8; 32]) -> impl Future<Output = StoreResult<Option<User>>> + Send;
+    /// Stores an API token with no label.
+    fn add_token(&self, user_id: i64, token_hash: [u8; 32]) -> impl Future<Output = StoreResult<()>> + Send {
+        self.issue_token(NewToken { user_id, hash: token_hash, kind: TokenKind::Api, label: String::new() })
+    }
+    /// Stores a token of either kind, used as of now.
+    fn issue_token(&self, token: NewToken) -> impl Future<Output = StoreResult<()>> + Send;
+    /// The token's user and the token as recorded, expired or not: the
+    /// caller applies the idle limits (`TokenRecord::expired`).
+    fn token_user(&self, token_hash: [u8; 32])
+    -> impl Future<Output = StoreResult<Option<(User, TokenRecord)>>> + Send;
+    /// Records a use of the token at `at` (never moving it back).
+    fn touch_token(&self, token_hash: [u8; 32], at: Timestamp) -> impl Future<Output = StoreResult<()>> + Send;
+    /// A user's tokens, most recently used first.
+    fn user_tokens(&self, user_id: i64) -> impl Future<Output = StoreResult<Vec<TokenRecord>>> + Send;
     fn revoke_token(&self, token_hash: [u8; 32]) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Revokes every token of the user but `keep`; returns the digests
+    /// revoked, for the token cache.
+    fn revoke_tokens(
+        &self,
+        user_id: i64,
+        keep: Option<[u8; 32]>,
+    ) -> impl Future<Output = StoreResult<Vec<[u8; 32]>>> + Send;
+    /// Sets the user's password hash, if it is still `old`, and revokes
+    /// every token of theirs but `keep`, in one transaction; returns the
+    /// digests revoked. `Conflict` when the hash changed meanwhile.
+    fn set_password(
+        &self,
+        user_id: i64,
+        old: String,
+        new: String,
+        keep: Option<[u8; 32]>,
+    ) -> impl Future<Output = StoreResult<Vec<[u8; 32]>>> + Send;
     fn profile(&self, name: String) -> impl Future<Output = StoreResult<Profile>> + Send;
 
     // Communities.

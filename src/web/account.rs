@@ -14,8 +14,9 @@ use super::{Ctx, Session, capitalise, error_page, local_path, see_other};
 use crate::app::AppState;
 use crate::app::accounts::{self as users, check_login, issue_token};
 use crate::app::limits::ClientIp;
+use crate::app::sessions::UserAgent;
 use crate::app::{AppError, AppResult};
-use crate::model::{RegistrationMode, User};
+use crate::model::{RegistrationMode, TokenKind, User};
 use crate::store::Store;
 
 #[derive(Template)]
@@ -78,6 +79,7 @@ pub async fn login<S: Store>(
     session: Session,
     uri: Uri,
     ip: ClientIp,
+    UserAgent(ua): UserAgent,
     form: Result<Form<LoginForm>, FormRejection>,
 ) -> Response {
     let ctx = Ctx::with_anon_csrf(&session, &uri);
@@ -89,7 +91,7 @@ pub async fn login<S: Store>(
     }
     let next = local_path(&form.next).to_owned();
     match check_login(&state, ip, &form.username, form.password).await {
-        Ok(user) => match start_session(&state, &session, &user, &next).await {
+        Ok(user) => match start_session(&state, &session, &user, &ua, &next).await {
             Ok(res) => res,
             Err(e) => error_page(&ctx, e),
         },
@@ -101,14 +103,16 @@ pub async fn login<S: Store>(
     }
 }
 
-/// Stores a new token for `user` and sets it as the session cookie.
+/// Stores a new session token for `user` (labelled with the browser's
+/// User-Agent `ua`) and sets it as the session cookie.
 pub(super) async fn start_session<S: Store>(
     state: &AppState<S>,
     session: &Session,
     user: &User,
+    ua: &str,
     to: &str,
 ) -> AppResult<Response> {
-    let token = issue_token(state, user).await?;
+    let token = issue_token(state, user, TokenKind::Session, ua).await?;
     let mut res = see_other(to);
     res.headers_mut().append(header::SET_COOKIE, session.login_cookie(&token));
     Ok(res)
@@ -135,6 +139,7 @@ pub async fn register<S: Store>(
     session: Session,
     uri: Uri,
     ip: ClientIp,
+    UserAgent(ua): UserAgent,
     form: Result<Form<RegisterForm>, FormRejection>,
 ) -> Response {
     let ctx = Ctx::with_anon_csrf(&session, &uri);
@@ -147,7 +152,7 @@ pub async fn register<S: Store>(
     let mode = state.store.site_settings().await.map(|s| s.registration).unwrap_or_default();
     let created = create_account(&state, ip, mode, &form).await;
     match created {
-        Ok(user) => start_session(&state, &session, &user, "/").await.unwrap_or_else(|e| error_page(&ctx, e)),
+        Ok(user) => start_session(&state, &session, &user, &ua, "/").await.unwrap_or_else(|e| error_page(&ctx, e)),
         Err(e) => {
             let page = register_page(&ctx, mode, form.username, Some(capitalise(&e.to_string())));
             ctx.page(e.status_logged(), &page)
@@ -186,14 +191,14 @@ pub async fn logout<S: Store>(
     form: Result<Form<LogoutForm>, FormRejection>,
 ) -> Response {
     let ctx = Ctx::with_anon_csrf(&session, &uri);
-    let Some(digest) = session.token_digest() else {
+    let (Some(digest), Some(user_id)) = (session.token_digest(), session.user.as_ref().map(|u| u.id)) else {
         return see_other("/");
     };
     let csrf = form.map(|Form(f)| f.csrf).unwrap_or_default();
     if !session.csrf_ok(&csrf) {
         return csrf_refused(&ctx);
     }
-    if let Err(e) = users::revoke_token(&state, digest).await {
+    if let Err(e) = users::revoke_token(&state, user_id, digest).await {
         return error_page(&ctx, e);
     }
     let mut res = see_other("/");

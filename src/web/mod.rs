@@ -18,6 +18,7 @@
 //! - `bans`: community and site bans.
 //! - `admin`: the site settings page (registration, invites).
 //! - `account`: log in, register, log out.
+//! - `settings`: the user's own account: password, sessions.
 //! - `feed`: Atom feeds.
 //! - `setup`: the first run's one-time link that creates the administrator.
 
@@ -31,6 +32,7 @@ mod moderate;
 mod pages;
 mod reply;
 pub mod session;
+mod settings;
 pub mod setup;
 mod topic;
 mod view;
@@ -97,6 +99,10 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/login", get(account::login_form).post(account::login::<S>))
         .route("/register", get(account::register_form::<S>).post(account::register::<S>))
         .route("/logout", post(account::logout::<S>))
+        .route("/settings", get(settings::show::<S>))
+        .route("/settings/password", post(settings::change_password::<S>))
+        .route("/settings/sessions/revoke-others", post(settings::revoke_others::<S>))
+        .route("/settings/sessions/{id}/revoke", post(settings::revoke::<S>))
         .route("/setup/{token}", get(setup::form::<S>).post(setup::create::<S>))
         .route("/static/{file}", get(assets::serve))
         .layer(axum::middleware::from_fn(harden))

@@ -46,9 +46,10 @@ const HOST_PREFIX: &str = "__Host-";
 pub const INVITE_COOKIE: &str = "pith_invite";
 /// How long a value handed to the next page lives.
 const FLASH_MAX_AGE: u64 = 300;
-/// How long a browser keeps the session cookie (30 days); logging out
-/// revokes the token at once.
-const SESSION_MAX_AGE: u64 = 30 * 24 * 3600;
+/// How long a browser keeps the session cookie: 400 days, the most
+/// browsers allow. The server ends a session left unused for
+/// `--session-idle-days`, and logging out revokes it at once.
+const SESSION_MAX_AGE: u64 = 400 * 24 * 3600;
 
 /// Who is asking, and the CSRF token their forms carry.
 pub struct Session {
@@ -74,14 +75,9 @@ impl<S: Store> FromRequestParts<AppState<S>> for Session {
         let mut user = None;
         let mut valid_token = None;
         if let Some(token) = token {
-            let digest = token_digest(token);
-            user = match state.tokens.get(&digest) {
-                Some(u) => Some(u),
-                // A failed lookup leaves the request anonymous (fails closed).
-                None => state.store.user_by_token(digest).await.ok().flatten().inspect(|u| {
-                    state.tokens.put(digest, u.clone());
-                }),
-            };
+            // Through the token cache and the idle limits; a failed lookup
+            // leaves the request anonymous (fails closed).
+            user = crate::app::sessions::token_user(&state.0, token_digest(token)).await.ok().flatten();
             if user.is_some() {
                 valid_token = Some(token.to_owned());
             }

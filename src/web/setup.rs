@@ -68,6 +68,7 @@ pub async fn create<S: Store>(
     session: Session,
     uri: Uri,
     Path(token): Path<String>,
+    ua: crate::app::sessions::UserAgent,
     form: Result<Form<SetupForm>, FormRejection>,
 ) -> Response {
     let ctx = Ctx::with_anon_csrf(&session, &uri);
@@ -84,7 +85,7 @@ pub async fn create<S: Store>(
         Ok(user) => {
             state.web.setup.revoke();
             tracing::info!(user = %user.name, "first administrator created through the setup link");
-            super::account::start_session(&state, &session, &user, "/admin")
+            super::account::start_session(&state, &session, &user, &ua.0, "/admin")
                 .await
                 .unwrap_or_else(|e| error_page(&ctx, e))
         }

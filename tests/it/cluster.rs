@@ -1,7 +1,8 @@
 //! Several nodes on one PostgreSQL: two real servers (in-process
 //! `server::run`, each its own store, cache, hub and bus connection) on a
 //! fresh database; a WebSocket subscriber on node B gets a post made on
-//! node A, and B's cached topic shows the post after it. Over the default
+//! node A, and B's cached topic shows the post after it; a token revoked
+//! on node A stops working on node B at once. Over the default
 //! LISTEN/NOTIFY bus and over NATS (127.0.0.1:4222, provided by test.sh).
 //! Databases come from `crate::support::pg::TestDb` (fresh per test).
 
@@ -259,4 +260,34 @@ async fn bus_sessions(client: &tokio_postgres::Client, n: usize) {
         assert!(Instant::now() < deadline, "{n} bus sessions connected (have {})", rows.len());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Issue 26: a session revoked on one node stops working on the others at
+/// once, not when their token caches expire a minute later.
+#[tokio::test]
+async fn a_token_revoked_on_node_a_stops_working_on_node_b_at_once() {
+    let db = crate::support::pg::TestDb::create().await;
+    let url = db.url.clone();
+    let a = Node::start(&url, &Bus::Postgres(url.clone()), "node-a").await;
+    let b = Node::start(&url, &Bus::Postgres(url.clone()), "node-b").await;
+    let keep = admin(&a).await;
+    let store = &a.state.store;
+    let (admin, _) = store.user_credentials("admin".into()).await.expect("read").expect("admin");
+    let other = pith::app::auth::new_token();
+    store.add_token(admin.id, pith::app::auth::token_digest(&other)).await.expect("token");
+    let get = reqwest::Method::GET;
+    // Node B caches both tokens.
+    assert_eq!(b.send(get.clone(), "/api/v1/auth/me", &other, Value::Null).await.0, 200);
+    assert_eq!(b.send(get.clone(), "/api/v1/auth/me", &keep, Value::Null).await.0, 200);
+
+    let (status, body) = a.send(reqwest::Method::POST, "/api/v1/me/sessions/revoke-others", &keep, json!({})).await;
+    assert_eq!((status, body["revoked"].clone()), (200, json!(1)), "{body}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while b.send(get.clone(), "/api/v1/auth/me", &other, Value::Null).await.0 != 401 {
+        assert!(Instant::now() < deadline, "node B still takes the revoked token from its cache");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(b.send(get, "/api/v1/auth/me", &keep, Value::Null).await.0, 200, "the kept one still works");
+    a.stop().await;
+    b.stop().await;
 }

@@ -161,3 +161,26 @@ async fn a_live_allowed_origin_that_is_not_an_origin_is_refused() {
     let err = config_error(Some("live-allowed-origins = \"ws://a.example/x\"\n"), "pith.toml").await;
     assert!(err.contains("\"ws://a.example/x\" is not an origin"), "{err}");
 }
+
+/// Issue 26's idle limits are settings like any other: a default, a flag,
+/// a `PITH_*` variable and a file key, shown with their source.
+#[tokio::test]
+async fn the_session_idle_limits_are_settings_with_their_sources() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = tokio::process::Command::from(pith());
+    cmd.args(["config", "--json", "--data-dir"]).arg(dir.path());
+    let json = config_json(&cmd.output().await.expect("run"));
+    assert_eq!(json["session-idle-days"], serde_json::json!({"value": "30", "source": "default", "from": null}));
+    assert_eq!(json["api-idle-days"], serde_json::json!({"value": "365", "source": "default", "from": null}));
+
+    std::fs::write(dir.path().join("pith.toml"), "session-idle-days = 7\n").expect("write");
+    let mut cmd = tokio::process::Command::from(pith());
+    cmd.args(["config", "--json", "--data-dir"]).arg(dir.path()).env("PITH_API_IDLE_DAYS", "0");
+    let json = config_json(&cmd.output().await.expect("run"));
+    assert_eq!(json["session-idle-days"]["value"], "7");
+    assert_eq!(json["session-idle-days"]["source"], "file");
+    assert_eq!(json["api-idle-days"], serde_json::json!({"value": "0", "source": "env", "from": "PITH_API_IDLE_DAYS"}));
+
+    let err = config_error(Some("session-idle-days = -1\n"), "pith.toml").await;
+    assert!(err.contains("session-idle-days"), "{err}");
+}

@@ -4,7 +4,9 @@
 //!
 //! The forum, through its API:
 //! - `api`: topics and posts end to end, the health check.
-//! - `accounts`: register, login, logout, me, profiles, every 401.
+//! - `accounts`: register, login, logout, me, profiles, every 401;
+//!   look-alike names, sessions (list, revoke, idle expiry), password
+//!   changes, `pith user add` and `pith user token`.
 //! - `communities`: list, show, create (admins only).
 //! - `votes`: scores on topics and posts, hot ordering.
 //! - `listings`: hot/new/top, time windows, cursor walks, limits.

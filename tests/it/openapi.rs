@@ -574,6 +574,9 @@ async fn a_scripted_session_gets_only_documented_responses() {
     let alice = session["token"].as_str().expect("token").to_owned();
     let taken = json!({"username": "ALICE", "password": "password123"});
     api.call(post.clone(), "/auth/register", None, Some(taken), 409).await;
+    let look_alike = json!({"username": "aIice", "password": "password123"});
+    let refused = api.call(post.clone(), "/auth/register", None, Some(look_alike), 409).await;
+    assert_eq!(refused["error"]["code"], "username_too_similar");
     let spaced = json!({"username": "a b", "password": "password123"});
     api.call(post.clone(), "/auth/register", None, Some(spaced), 422).await;
     let short = json!({"username": "carol", "password": "short"});
@@ -838,6 +841,32 @@ async fn a_scripted_session_gets_only_documented_responses() {
     api.call(post.clone(), "/auth/logout", Some(&alice2), None, 204).await;
     api.call(get.clone(), "/auth/me", Some(&alice2), None, 401).await;
     api.call(post.clone(), "/auth/logout", Some(&alice2), None, 401).await;
+    api.call(get.clone(), "/auth/me", Some(&alice), None, 200).await;
+
+    // Sessions and the password (issue 26).
+    let session = api
+        .call(post.clone(), "/auth/login", None, Some(json!({"username": "alice", "password": "password123"})), 200)
+        .await;
+    let alice3 = session["token"].as_str().expect("token").to_owned();
+    let mine = api.call(get.clone(), "/me/sessions", Some(&alice3), None, 200).await;
+    let current =
+        mine["sessions"].as_array().expect("sessions").iter().find(|s| s["current"] == true).expect("current");
+    let path = format!("/me/sessions/{}", current["id"].as_str().expect("id"));
+    api.call(get.clone(), "/me/sessions", None, None, 401).await;
+    api.call(delete.clone(), &path, None, None, 401).await;
+    api.call(delete.clone(), &path, Some(&bob), None, 404).await;
+    api.call(delete.clone(), &path, Some(&alice), None, 204).await;
+    api.call(delete.clone(), &path, Some(&alice), None, 404).await;
+    api.call(get.clone(), "/auth/me", Some(&alice3), None, 401).await;
+    let change = |current: &str, new: &str| Some(json!({"current": current, "new": new}));
+    api.call(post.clone(), "/me/password", Some(&alice), change("password124", "newpass456"), 403).await;
+    api.call(post.clone(), "/me/password", Some(&alice), change("password123", "short"), 422).await;
+    api.call(post.clone(), "/me/password", Some(&alice), Some(json!({"current": "password123"})), 422).await;
+    api.call(post.clone(), "/me/password", None, change("password123", "newpass456"), 401).await;
+    api.call(post.clone(), "/me/password", Some(&bob), change("", "newpass456"), 403).await;
+    api.call(post.clone(), "/me/password", Some(&alice), change("password123", "newpass456"), 200).await;
+    api.call(post.clone(), "/me/sessions/revoke-others", Some(&alice), None, 200).await;
+    api.call(post.clone(), "/me/sessions/revoke-others", None, None, 401).await;
     api.call(get.clone(), "/auth/me", Some(&alice), None, 200).await;
 
     api.assert_every_operation_succeeded();

@@ -15,6 +15,8 @@ use crate::support::helpers::{Reply, TestApp, fetch, spawn_app, spawn_app_limite
 
 /// Issue 26's regressions: edit forms, CSRF by cookie tossing, redirects.
 mod security;
+/// Issue 26's sessions: the settings page, idle expiry.
+mod settings;
 
 /// A browser without JavaScript: keeps cookies, follows no redirects.
 struct Browser<'a> {

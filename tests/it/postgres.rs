@@ -160,6 +160,22 @@ async fn pith_seed_and_user_add_work_on_a_postgres_url() {
     assert_eq!(status, 201, "{topic}");
     let invite = pith_ok(&["user", "invite", "--database", &db.url]).await;
     assert!(!invite.trim().is_empty());
+
+    // The seeded names got their look-alike keys when pith connected; a
+    // second `user add root` says it exists, and `user token` issues another.
+    let unkeyed = client.query_one("SELECT count(*) FROM users WHERE skeleton IS NULL", &[]).await.expect("count");
+    assert_eq!(unkeyed.get::<_, i64>(0), 0);
+    let words = ["user", "add", "r0ot", "--database", db.url.as_str()];
+    let again = run_pith(&words.iter().map(OsStr::new).collect::<Vec<_>>()).await;
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("too similar to the existing user root"));
+    let second = pith_ok(&["user", "token", "root", "--database", &db.url]).await;
+    let second = second.lines().last().expect("token").trim().to_owned();
+    assert_ne!(second, token);
+    for t in [&token, &second] {
+        let (status, me) = app.send(reqwest::Method::GET, "/api/v1/auth/me", Some(t), None).await;
+        assert_eq!((status, me["name"].clone()), (200, json!("root")), "{me}");
+    }
     app.stop().await;
 }
 

@@ -4,7 +4,7 @@
 
 use pith::app::auth::token_digest;
 use pith::model::SearchHit;
-use pith::model::{Body, CommunityName, Link, Text, Title, Username, VoteTarget};
+use pith::model::{Body, CommunityName, Link, NewToken, Text, Timestamp, Title, TokenKind, Username, VoteTarget};
 use pith::store::sqlite::{SqliteOptions, SqliteStore};
 use pith::store::{
     ListTopics, NewCommunity, NewPost, NewTopic, PostSort, Search, SearchKind, SearchPage, Store, StoreError,
@@ -64,16 +64,60 @@ pub async fn story<S: Store>(store: &S) {
     assert_eq!(store.user_credentials("bob".into()).await.expect("read").map(|(_, h)| h), Some(None));
     assert!(store.user_credentials("nobody".into()).await.expect("read").is_none());
 
+    // Names that read as one on record are refused, whatever the case.
+    for look_alike in ["aIice", "AIice", "b0b", "CAROL"] {
+        let refused = store.create_user(Username::parse(look_alike).expect("name"), None, false).await;
+        let similar = matches!(&refused, Err(StoreError::Taken("username_too_similar", _)));
+        let taken = matches!(&refused, Err(StoreError::Conflict(_)));
+        assert!(similar || (taken && look_alike == "CAROL"), "{look_alike}: {refused:?}");
+    }
+
     // Tokens: stored by digest, revocable.
     let (t1, t2) = (token_digest("bob-token-1"), token_digest("bob-token-2"));
+    let user_of = |t| async move { store.token_user(t).await.expect("read").map(|(u, _)| u) };
     store.add_token(bob.id, t1).await.expect("token");
     store.add_token(bob.id, t2).await.expect("token");
-    assert_eq!(store.user_by_token(t1).await.expect("read"), Some(bob.clone()));
+    assert_eq!(user_of(t1).await, Some(bob.clone()));
     store.revoke_token(t1).await.expect("revoke");
-    assert_eq!(store.user_by_token(t1).await.expect("read"), None);
-    assert_eq!(store.user_by_token(t2).await.expect("read"), Some(bob.clone()), "only that token");
+    assert_eq!(user_of(t1).await, None);
+    assert_eq!(user_of(t2).await, Some(bob.clone()), "only that token");
     store.revoke_token(t1).await.expect("revoking twice is harmless");
-    assert_eq!(store.user_by_token(token_digest("never issued")).await.expect("read"), None);
+    assert_eq!(user_of(token_digest("never issued")).await, None);
+
+    // Sessions and API tokens: their kind, label and use, the owner's list,
+    // bulk revocation, and a password change that keeps one token.
+    let web = token_digest("alice-browser");
+    let (_, api) = store.token_user(t2).await.expect("read").expect("bob's token");
+    assert_eq!((api.kind, api.label.as_str(), api.hash), (TokenKind::Api, "", t2));
+    assert_eq!(api.last_used_at, api.created_at, "issued counts as used");
+    let session = NewToken { user_id: alice.id, hash: web, kind: TokenKind::Session, label: "Firefox".into() };
+    store.issue_token(session).await.expect("session");
+    let later = Timestamp(Timestamp::now().0 + 3600);
+    store.touch_token(web, later).await.expect("touch");
+    store.touch_token(web, Timestamp(0)).await.expect("an older use moves nothing");
+    let (who, record) = store.token_user(web).await.expect("read").expect("alice's session");
+    assert_eq!((who.id, record.kind, record.label.as_str()), (alice.id, TokenKind::Session, "Firefox"));
+    assert_eq!(record.last_used_at, later);
+    let alice_api = token_digest("alice-api");
+    store.add_token(alice.id, alice_api).await.expect("token");
+    let listed: Vec<[u8; 32]> = store.user_tokens(alice.id).await.expect("list").iter().map(|t| t.hash).collect();
+    assert_eq!(listed, [web, alice_api], "most recently used first, alice's only");
+    let revoked = store.set_password(alice.id, "wrong-old-hash".into(), "hash-x".into(), Some(web)).await;
+    assert!(matches!(revoked, Err(StoreError::Conflict(_))), "changed meanwhile: {revoked:?}");
+    let revoked = store.set_password(alice.id, "hash-a".into(), "hash-b".into(), Some(web)).await.expect("set");
+    assert_eq!(revoked, [alice_api]);
+    let (_, hash) = store.user_credentials("alice".into()).await.expect("read").expect("alice");
+    assert_eq!(hash.as_deref(), Some("hash-b"));
+    assert_eq!(user_of(web).await.map(|u| u.id), Some(alice.id), "the kept token works");
+    assert_eq!(user_of(alice_api).await, None);
+    assert_eq!(user_of(t2).await, Some(bob.clone()), "nobody else's");
+    store.add_token(alice.id, alice_api).await.expect("token");
+    let mut revoked = store.revoke_tokens(alice.id, None).await.expect("revoke all");
+    revoked.sort();
+    let mut both = [web, alice_api];
+    both.sort();
+    assert_eq!(revoked, both);
+    assert!(store.user_tokens(alice.id).await.expect("list").is_empty());
 
     // Communities: only an admin makes them, names are unique.
     let raspi = NewCommunity {
@@ -302,6 +346,6 @@ async fn the_postgres_store_tells_the_whole_story_and_keeps_it_across_a_reconnec
     let profile = store.profile("bob".into()).await.expect("profile");
     assert_eq!(profile.topics[0].body.as_deref(), Some("Which microSD card?"));
     let applied = db.client().await.query_one("SELECT count(*) FROM pith_migrations", &[]).await.expect("count");
-    assert_eq!(applied.get::<_, i64>(0), 3);
+    assert_eq!(applied.get::<_, i64>(0), 4);
     store.shutdown().await;
 }

@@ -16,6 +16,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../../../migrations/postgres/0001_core.sql")),
     (2, include_str!("../../../migrations/postgres/0002_moderation.sql")),
     (3, include_str!("../../../migrations/postgres/0003_rendered_and_search.sql")),
+    (4, include_str!("../../../migrations/postgres/0004_sessions_and_lookalikes.sql")),
 ];
 
 /// Any number: every node takes this advisory lock to migrate, so nodes
@@ -84,6 +85,9 @@ pub async fn migrate(pool: &Pool) -> StoreResult<()> {
         tx.commit().await.map_err(map_err)?;
         tracing::info!(migration = version, "applied PostgreSQL schema migration");
     }
+    // SQL cannot compute a name's look-alike keys: rows without them get
+    // them here, after the migration that adds them and after `pith seed`.
+    super::accounts::fill_name_keys(&client).await?;
     Ok(())
 }
 

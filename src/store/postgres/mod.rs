@@ -4,6 +4,7 @@
 //! serialises what must be serialised with row locks, and several Pith
 //! nodes may serve one database. docs/POSTGRES.md tells the differences.
 
+pub mod accounts;
 pub mod conn;
 mod first_admin;
 pub mod moderation;
@@ -19,8 +20,8 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 
 use crate::model::{
-    Ban, Community, Invite, ModAction, Moderated, Post, Profile, Reason, Report, ReportStatus, SiteSettings, Text,
-    Timestamp, Topic, User, Username, VoteOutcome, VoteTarget,
+    Ban, Community, Invite, ModAction, Moderated, NewToken, Post, Profile, Reason, Report, ReportStatus, SiteSettings,
+    Text, Timestamp, TokenRecord, Topic, User, Username, VoteOutcome, VoteTarget,
 };
 use crate::store::{
     ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic, PostSort, ReportPage,
@@ -104,19 +105,44 @@ impl Store for PgStore {
         reads::user_credentials(&client, &name).await
     }
 
-    async fn add_token(&self, user_id: i64, token_hash: [u8; 32]) -> StoreResult<()> {
+    async fn issue_token(&self, token: NewToken) -> StoreResult<()> {
         let client = get(&self.pool).await?;
-        writes::add_token(&client, user_id, &token_hash, Timestamp::now()).await
+        accounts::issue_token(&client, &token, Timestamp::now()).await
     }
 
-    async fn user_by_token(&self, token_hash: [u8; 32]) -> StoreResult<Option<User>> {
+    async fn token_user(&self, token_hash: [u8; 32]) -> StoreResult<Option<(User, TokenRecord)>> {
         let client = get(&self.pool).await?;
-        reads::user_by_token(&client, &token_hash).await
+        accounts::token_user(&client, &token_hash).await
+    }
+
+    async fn touch_token(&self, token_hash: [u8; 32], at: Timestamp) -> StoreResult<()> {
+        let client = get(&self.pool).await?;
+        accounts::touch_token(&client, &token_hash, at).await
+    }
+
+    async fn user_tokens(&self, user_id: i64) -> StoreResult<Vec<TokenRecord>> {
+        let client = get(&self.pool).await?;
+        accounts::user_tokens(&client, user_id).await
     }
 
     async fn revoke_token(&self, token_hash: [u8; 32]) -> StoreResult<()> {
         let client = get(&self.pool).await?;
         writes::revoke_token(&client, &token_hash).await
+    }
+
+    async fn revoke_tokens(&self, user_id: i64, keep: Option<[u8; 32]>) -> StoreResult<Vec<[u8; 32]>> {
+        let client = get(&self.pool).await?;
+        accounts::revoke_tokens(&client, user_id, keep.as_ref()).await
+    }
+
+    async fn set_password(
+        &self,
+        user_id: i64,
+        old: String,
+        new: String,
+        keep: Option<[u8; 32]>,
+    ) -> StoreResult<Vec<[u8; 32]>> {
+        write!(self, |c| accounts::set_password(c, user_id, &old, &new, keep.as_ref()))
     }
 
     async fn profile(&self, name: String) -> StoreResult<Profile> {

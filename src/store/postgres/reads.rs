@@ -186,11 +186,6 @@ pub async fn user_credentials(c: &impl GenericClient, name: &str) -> StoreResult
     }
 }
 
-pub async fn user_by_token(c: &impl GenericClient, hash: &[u8; 32]) -> StoreResult<Option<User>> {
-    let sql = format!("SELECT {USER_COLS} FROM tokens k JOIN users u ON u.id = k.user_id WHERE k.hash = $1");
-    opt(c, &sql, &[&&hash[..]]).await?.as_ref().map(user_row).transpose()
-}
-
 /// How many recent items a profile shows.
 const PROFILE_ITEMS: i64 = 25;
 

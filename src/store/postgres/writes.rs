@@ -12,7 +12,7 @@ use super::conn::{col, exec, exec_raw, is_unique_violation, map_err, one, opt};
 use super::moderation::{ban_facts, is_moderator};
 use super::reads;
 use crate::model::policy::{self, ItemFacts, Kind, Standing, TopicFacts};
-use crate::model::{Community, Post, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank};
+use crate::model::{Community, NameKeys, Post, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank};
 use crate::store::{NewCommunity, NewPost, NewTopic, StoreError, StoreResult};
 
 pub async fn create_user(
@@ -22,23 +22,20 @@ pub async fn create_user(
     is_admin: bool,
     now: Timestamp,
 ) -> StoreResult<User> {
+    let keys = NameKeys::of(name.as_str());
+    policy::may_take_name(super::accounts::similar_name(c, name.as_str(), &keys).await?.as_deref())?;
     let st = c
         .prepare_cached(
-            "INSERT INTO users (name, password_hash, is_admin, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
+            "INSERT INTO users (name, password_hash, is_admin, created_at, skeleton, skeleton_folded) \
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         )
         .await
         .map_err(map_err)?;
-    match c.query_one(&st, &[&name.as_str(), &password_hash, &is_admin, &now.0]).await {
+    match c.query_one(&st, &[&name.as_str(), &password_hash, &is_admin, &now.0, &keys.written, &keys.folded]).await {
         Ok(r) => Ok(User { id: col(&r, 0)?, name: name.as_str().to_owned(), is_admin, created_at: now }),
         Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("username is already taken".into())),
         Err(e) => Err(map_err(e)),
     }
-}
-
-pub async fn add_token(c: &impl GenericClient, user_id: i64, hash: &[u8; 32], now: Timestamp) -> StoreResult<()> {
-    exec(c, "INSERT INTO tokens (hash, user_id, created_at) VALUES ($1, $2, $3)", &[&&hash[..], &user_id, &now.0])
-        .await?;
-    Ok(())
 }
 
 pub async fn revoke_token(c: &impl GenericClient, hash: &[u8; 32]) -> StoreResult<()> {

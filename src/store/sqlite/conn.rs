@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0002_moderation.sql"),
     include_str!("../../../migrations/sqlite/0003_rendered_and_search.sql"),
     include_str!("../../../migrations/sqlite/0004_search_queue.sql"),
+    include_str!("../../../migrations/sqlite/0005_sessions_and_lookalikes.sql"),
 ];
 
 /// Which job a connection does; each gets different pragmas.
@@ -129,10 +130,13 @@ fn writable(path: &Path) -> std::io::Result<()> {
 }
 
 /// Brings the schema up to date, then renders any body stored without its
-/// HTML (see `backfill`); run on the writer connection before serving.
+/// HTML (see `backfill`) and computes any user name's missing look-alike
+/// keys (`accounts::fill_name_keys`); run on the writer connection before
+/// serving.
 pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     migrate_schema(conn)?;
-    super::backfill::render_missing(conn)
+    super::backfill::render_missing(conn)?;
+    super::accounts::fill_name_keys(conn).map(drop)
 }
 
 /// Applies the SQL migrations not yet applied.

@@ -3,6 +3,7 @@
 //! checkpointer (`checkpoint`), and the SQL itself (`reads`, `writes`,
 //! `search`). docs/STORAGE.md explains the durability choices.
 
+pub mod accounts;
 mod backfill;
 mod checkpoint;
 pub mod conn;
@@ -24,8 +25,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::model::{
-    Ban, Community, Invite, ModAction, Moderated, Post, Profile, Reason, Report, ReportStatus, SiteSettings, Text,
-    Timestamp, Topic, User, Username, VoteOutcome, VoteTarget,
+    Ban, Community, Invite, ModAction, Moderated, NewToken, Post, Profile, Reason, Report, ReportStatus, SiteSettings,
+    Text, Timestamp, TokenRecord, Topic, User, Username, VoteOutcome, VoteTarget,
 };
 use crate::store::{
     ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic, PostSort, ReportPage,
@@ -164,17 +165,39 @@ impl Store for SqliteStore {
         self.readers.read(move |c| reads::user_credentials(c, &name)).await
     }
 
-    async fn add_token(&self, user_id: i64, token_hash: [u8; 32]) -> StoreResult<()> {
+    async fn issue_token(&self, token: NewToken) -> StoreResult<()> {
         let now = Timestamp::now();
-        self.writer.write(move |c| writes::add_token(c, user_id, &token_hash, now)).await
+        self.writer.write(move |c| accounts::issue_token(c, &token, now)).await
     }
 
-    async fn user_by_token(&self, token_hash: [u8; 32]) -> StoreResult<Option<User>> {
-        self.readers.read(move |c| reads::user_by_token(c, &token_hash)).await
+    async fn token_user(&self, token_hash: [u8; 32]) -> StoreResult<Option<(User, TokenRecord)>> {
+        self.readers.read(move |c| accounts::token_user(c, &token_hash)).await
+    }
+
+    async fn touch_token(&self, token_hash: [u8; 32], at: Timestamp) -> StoreResult<()> {
+        self.writer.write(move |c| accounts::touch_token(c, &token_hash, at)).await
+    }
+
+    async fn user_tokens(&self, user_id: i64) -> StoreResult<Vec<TokenRecord>> {
+        self.readers.read(move |c| accounts::user_tokens(c, user_id)).await
     }
 
     async fn revoke_token(&self, token_hash: [u8; 32]) -> StoreResult<()> {
         self.writer.write(move |c| writes::revoke_token(c, &token_hash)).await
+    }
+
+    async fn revoke_tokens(&self, user_id: i64, keep: Option<[u8; 32]>) -> StoreResult<Vec<[u8; 32]>> {
+        self.writer.write(move |c| accounts::revoke_tokens(c, user_id, keep.as_ref())).await
+    }
+
+    async fn set_password(
+        &self,
+        user_id: i64,
+        old: String,
+        new: String,
+        keep: Option<[u8; 32]>,
+    ) -> StoreResult<Vec<[u8; 32]>> {
+        self.writer.write(move |c| accounts::set_password(c, user_id, &old, &new, keep.as_ref())).await
     }
 
     async fn profile(&self, name: String) -> StoreResult<Profile> {

@@ -185,12 +185,6 @@ pub fn user_credentials(conn: &Connection, name: &str) -> StoreResult<Option<(Us
         .map_err(map_err)
 }
 
-pub fn user_by_token(conn: &Connection, hash: &[u8; 32]) -> StoreResult<Option<User>> {
-    conn.prepare_cached(&format!("SELECT {USER_COLS} FROM tokens k JOIN users u ON u.id = k.user_id WHERE k.hash = ?1"))
-        .and_then(|mut s| s.query_row([&hash[..]], user_row).optional())
-        .map_err(map_err)
-}
-
 /// How many recent items a profile shows.
 const PROFILE_ITEMS: i64 = 25;
 

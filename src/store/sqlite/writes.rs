@@ -9,7 +9,7 @@ use super::conn::{is_unique_violation, map_err};
 use super::moderation::{ban_facts, is_moderator};
 use super::reads;
 use crate::model::policy::{self, ItemFacts, Kind, Standing, TopicFacts};
-use crate::model::{Community, Post, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank};
+use crate::model::{Community, NameKeys, Post, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank};
 use crate::store::{NewCommunity, NewPost, NewTopic, StoreError, StoreResult};
 
 pub fn create_user(
@@ -19,21 +19,19 @@ pub fn create_user(
     is_admin: bool,
     now: Timestamp,
 ) -> StoreResult<User> {
+    let keys = NameKeys::of(name.as_str());
+    policy::may_take_name(super::accounts::similar_name(conn, name.as_str(), &keys)?.as_deref())?;
     let inserted = conn
-        .prepare_cached("INSERT INTO users (name, password_hash, is_admin, created_at) VALUES (?1, ?2, ?3, ?4)")
-        .and_then(|mut s| s.execute(params![name.as_str(), password_hash, is_admin, now.0]));
+        .prepare_cached(
+            "INSERT INTO users (name, password_hash, is_admin, created_at, skeleton, skeleton_folded) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .and_then(|mut s| s.execute(params![name.as_str(), password_hash, is_admin, now.0, keys.written, keys.folded]));
     match inserted {
         Ok(_) => Ok(User { id: conn.last_insert_rowid(), name: name.as_str().to_owned(), is_admin, created_at: now }),
         Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("username is already taken".into())),
         Err(e) => Err(map_err(e)),
     }
-}
-
-pub fn add_token(conn: &Connection, user_id: i64, hash: &[u8; 32], now: Timestamp) -> StoreResult<()> {
-    conn.prepare_cached("INSERT INTO tokens (hash, user_id, created_at) VALUES (?1, ?2, ?3)")
-        .and_then(|mut s| s.execute(params![&hash[..], user_id, now.0]))
-        .map_err(map_err)?;
-    Ok(())
 }
 
 pub fn revoke_token(conn: &Connection, hash: &[u8; 32]) -> StoreResult<()> {

@@ -389,6 +389,17 @@ struct Tame<'a, I> {
     empty_alt: Option<CowStr<'a>>,
     /// An event to yield before reading on.
     pending: Option<Event<'a>>,
+    /// Events a text split into (text, and mentions as links) still to
+    /// yield, in order.
+    split: std::collections::VecDeque<Event<'a>>,
+    /// Inside a code block: its text is code, with no mentions.
+    in_code: bool,
+    /// The text just before the next text event ends in a character of a
+    /// name (or `@`), so an `@` right after it starts no mention
+    /// (`email@host`).
+    after_word: bool,
+    /// The names mentioned, in order of first mention, lowercased.
+    pub mentions: Vec<String>,
 }
 
 impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Tame<'a, I> {
@@ -423,16 +434,37 @@ impl<'a, I: Iterator<Item = Event<'a>>> Tame<'a, I> {
             images: Vec::new(),
             empty_alt: None,
             pending: None,
+            split: std::collections::VecDeque::new(),
+            in_code: false,
+            after_word: false,
+            mentions: Vec::new(),
         }
     }
 
     /// The next event with raw HTML, images and alignment replaced.
     fn tamed(&mut self) -> Option<Event<'a>> {
-        if let Some(e) = self.pending.take() {
+        if let Some(e) = self.pending.take().or_else(|| self.split.pop_front()) {
             return Some(e);
         }
         loop {
-            let event = match self.events.next()? {
+            let next = self.events.next()?;
+            let after_word = std::mem::replace(&mut self.after_word, false);
+            let event = match next {
+                Event::Text(text) if self.links == 0 && !self.in_code => {
+                    self.after_word = text.chars().next_back().is_some_and(|c| is_name_char(c) || c == '@');
+                    match self.mention_split(text, after_word) {
+                        Ok(first) => first,
+                        Err(text) => Event::Text(text),
+                    }
+                }
+                Event::Start(Tag::CodeBlock(kind)) => {
+                    self.in_code = true;
+                    Event::Start(Tag::CodeBlock(kind))
+                }
+                Event::End(TagEnd::CodeBlock) => {
+                    self.in_code = false;
+                    Event::End(TagEnd::CodeBlock)
+                }
                 Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
                 Event::Start(Tag::HtmlBlock) => Event::Start(Tag::Paragraph),
                 Event::End(TagEnd::HtmlBlock) => Event::End(TagEnd::Paragraph),
@@ -485,6 +517,139 @@ impl<'a, I: Iterator<Item = Event<'a>>> Tame<'a, I> {
                 e => e,
             };
             return Some(event);
+        }
+    }
+
+    /// Splits a text with mentions into text and `@name` links to the
+    /// profile (`/u/name`): returns the first event and queues the rest,
+    /// or gives the text back when it mentions no one. `after_word`: the
+    /// text before this one ended inside a word.
+    fn mention_split(&mut self, text: CowStr<'a>, after_word: bool) -> Result<Event<'a>, CowStr<'a>> {
+        let found = find_mentions(&text, after_word);
+        if found.is_empty() {
+            return Err(text);
+        }
+        let piece = |range: std::ops::Range<usize>| -> CowStr<'a> {
+            match &text {
+                CowStr::Borrowed(s) => CowStr::Borrowed(&s[range]),
+                other => CowStr::from(other[range].to_owned()),
+            }
+        };
+        let mut at = 0;
+        for range in found {
+            if range.start > at {
+                self.split.push_back(Event::Text(piece(at..range.start)));
+            }
+            let name = &text[range.start + 1..range.end];
+            let lower = name.to_ascii_lowercase();
+            if !self.mentions.contains(&lower) {
+                self.mentions.push(lower);
+            }
+            let dest_url = CowStr::from(format!("/u/{name}"));
+            let link = Tag::Link { link_type: LinkType::Inline, dest_url, title: "".into(), id: "".into() };
+            self.split.push_back(Event::Start(link));
+            self.split.push_back(Event::Text(piece(range.clone())));
+            self.split.push_back(Event::End(TagEnd::Link));
+            at = range.end;
+        }
+        if at < text.len() {
+            self.split.push_back(Event::Text(piece(at..text.len())));
+        }
+        Ok(self.split.pop_front().unwrap_or(Event::Text("".into())))
+    }
+}
+
+/// A character a username may hold (`model::Username`).
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// Shortest and longest username (`model::Username`).
+const NAME_LEN: std::ops::RangeInclusive<usize> = 3..=20;
+
+/// The byte ranges of the mentions in `text`, each `@` and a name: an `@`
+/// not right after a name's character or another `@` (so `email@host` is
+/// no mention), then 3 to 20 name characters and no more.
+fn find_mentions(text: &str, mut after_word: bool) -> Vec<std::ops::Range<usize>> {
+    let mut found = Vec::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c == '@' && !after_word {
+            let mut end = i + 1;
+            while let Some(&(j, n)) = chars.peek().filter(|(_, n)| is_name_char(*n)) {
+                end = j + n.len_utf8();
+                chars.next();
+            }
+            if NAME_LEN.contains(&(end - i - 1)) {
+                found.push(i..end);
+            }
+            after_word = true;
+            continue;
+        }
+        // A letter of any script before `@` makes it part of a word.
+        after_word = c == '@' || c == '_' || c == '-' || c.is_alphanumeric();
+    }
+    found
+}
+
+/// The names `@mentioned` in a Markdown source, lowercased, in order of
+/// first mention: the mentions `render` makes links of (none in code or in
+/// links).
+pub fn mentions(source: &str) -> Vec<String> {
+    let mut events = Tame::new(Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH));
+    events.by_ref().for_each(drop);
+    events.mentions
+}
+
+/// The text of a Markdown source without its markup, whitespace collapsed,
+/// cut to at most `max` characters (with `…` when cut): a notification's
+/// excerpt.
+pub fn excerpt(source: &str, max: usize) -> String {
+    let mut words = String::new();
+    let mut space = false;
+    for event in Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH) {
+        let text = match event {
+            Event::Text(t) | Event::Code(t) | Event::Html(t) | Event::InlineHtml(t) => t,
+            Event::SoftBreak | Event::HardBreak | Event::Rule => {
+                space = true;
+                continue;
+            }
+            Event::End(
+                TagEnd::Paragraph
+                | TagEnd::Heading(_)
+                | TagEnd::Item
+                | TagEnd::TableCell
+                | TagEnd::CodeBlock
+                | TagEnd::HtmlBlock
+                | TagEnd::BlockQuote(_),
+            ) => {
+                space = true;
+                continue;
+            }
+            _ => continue,
+        };
+        for c in text.chars() {
+            if c.is_whitespace() || c.is_control() {
+                space = true;
+                continue;
+            }
+            if std::mem::take(&mut space) && !words.is_empty() {
+                words.push(' ');
+            }
+            words.push(c);
+        }
+        // Enough to cut from: stop reading a long source.
+        if words.len() > max * 4 + 8 {
+            break;
+        }
+    }
+    match words.char_indices().nth(max) {
+        None => words,
+        Some(_) => {
+            let cut = words.char_indices().nth(max.saturating_sub(1)).map_or(words.len(), |(i, _)| i);
+            let mut out = words[..cut].trim_end().to_owned();
+            out.push('…');
+            out
         }
     }
 }
@@ -942,5 +1107,35 @@ pub(crate) mod tests {
     fn rendering_is_deterministic() {
         let src = "# t\n\n*a* [b](https://b.example) ![c](https://c.example)\n\n<b>x</b>";
         assert_eq!(render(src), render(src));
+    }
+
+    #[test]
+    fn an_at_name_becomes_a_link_to_the_profile() {
+        assert_eq!(render("hi @alice!"), "<p>hi <a href=\"/u/alice\" rel=\"nofollow ugc noopener\">@alice</a>!</p>\n");
+        assert_eq!(mentions("hi @alice and @Bob_2, @alice again"), ["alice", "bob_2"]);
+        assert_inert("**@alice** @bob-c\n\n> @carol");
+    }
+
+    #[test]
+    fn an_email_address_code_and_links_mention_no_one() {
+        for source in
+            ["email@host.example", "`@alice`", "    @alice\n", "```\n@alice\n```", "[@alice](https://a.example)"]
+        {
+            assert_eq!(mentions(source), Vec::<String>::new(), "{source}");
+            assert!(!render(source).contains("/u/alice"), "{source}");
+        }
+    }
+
+    #[test]
+    fn a_name_too_short_or_too_long_is_no_mention() {
+        assert!(mentions("@ab and @abcdefghijklmnopqrstu and @@alice").is_empty());
+        assert_eq!(mentions("@abc"), ["abc"]);
+    }
+
+    #[test]
+    fn an_excerpt_is_the_plain_text_cut_to_length() {
+        assert_eq!(excerpt("# Hi\n\n*there*, `you`\n\n<b>x</b>", 140), "Hi there, you <b>x</b>");
+        assert_eq!(excerpt("one two three", 7), "one tw…");
+        assert_eq!(excerpt(&"é".repeat(300), 140).chars().count(), 140);
     }
 }

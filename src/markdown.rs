@@ -53,12 +53,18 @@ pub fn max_len(source_len: usize) -> usize {
 
 /// Sanitized HTML for a Markdown source; see the module doc for the rules.
 pub fn render(source: &str) -> String {
+    render_with_mentions(source).0
+}
+
+/// `render`, and the names the HTML links as `@mentions` (lowercased, in
+/// order of first mention; none when the source is shown as plain text).
+pub fn render_with_mentions(source: &str) -> (String, Vec<String>) {
     let mut events = Tame::new(Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH));
     let mut out = Writer::new(max_len(source.len()));
     if out.run(events.by_ref()).is_err() || events.too_deep {
-        return plain(source);
+        return (plain(source), Vec::new());
     }
-    out.html
+    (out.html, events.mentions)
 }
 
 /// The fallback for sources past the size bound: the text, escaped, which

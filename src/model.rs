@@ -5,6 +5,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub mod change;
+pub mod inbox;
 mod lookalike;
 mod moderation;
 pub mod paging;
@@ -12,6 +13,7 @@ pub mod policy;
 mod search;
 mod sessions;
 pub use change::Change;
+pub use inbox::{InboxPage, MarkRead, NewNotice, Notice, NoticeKind, Notified};
 pub use lookalike::NameKeys;
 pub use moderation::*;
 pub use search::SearchHit;
@@ -130,6 +132,10 @@ pub struct Post {
     /// just created.
     #[serde(skip)]
     pub notify: Option<i64>,
+    /// The inbox notifications this new post wrote (its reply and
+    /// mentions), for the live channel. Set only on a post just created.
+    #[serde(skip)]
+    pub inbox: Vec<Notified>,
 }
 
 /// A user's public page: the account and its recent activity.
@@ -267,13 +273,20 @@ impl Body {
 pub struct Text {
     source: Body,
     html: String,
+    /// The names `@mentioned` (linked in `html`), lowercased: whom a new
+    /// post notifies besides the author it replies to.
+    mentions: Vec<String>,
 }
 
 impl Text {
     /// Renders `source` here, on this thread.
     pub fn render(source: Body) -> Text {
-        let html = crate::markdown::render(source.as_str());
-        Text { source, html }
+        let (html, mentions) = crate::markdown::render_with_mentions(source.as_str());
+        Text { source, html, mentions }
+    }
+
+    pub fn mentions(&self) -> &[String] {
+        &self.mentions
     }
 
     /// The Markdown as written.

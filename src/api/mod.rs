@@ -6,6 +6,7 @@
 mod admin;
 mod communities;
 pub mod extract;
+mod inbox;
 pub mod live;
 mod me;
 pub mod metrics;
@@ -34,6 +35,8 @@ pub fn body_limit(route: &str) -> usize {
         // A username (20) and a password (256), plus an invite code; or two
         // passwords.
         "/auth/register" | "/auth/login" | "/auth/logout" | "/me/password" => 8 * KIB,
+        // At most 100 ids, or {"all": true}.
+        "/inbox/read" => 8 * KIB,
         // A community's name, title and a 10,000-character description.
         "/communities" => 128 * KIB,
         // Moderation: a 500-character reason, a username, a duration.
@@ -81,6 +84,7 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .merge(communities::router())
         .merge(users::router())
         .merge(me::router())
+        .merge(inbox::router())
         .merge(moderation::router())
         .merge(admin::router())
         .merge(search::router())

@@ -25,7 +25,11 @@ pub fn apply_here<S: Store>(state: &AppState<S>, change: &Change) {
     }
     let hub = &state.live;
     match change {
-        Change::PostCreated { post, notify } => hub.post_created(post, *notify),
+        Change::PostCreated { post, notify, inbox } => {
+            hub.post_created(post, *notify);
+            inbox.iter().for_each(|n| hub.notified(n));
+        }
+        Change::Inbox { notified } => notified.iter().for_each(|n| hub.notified(n)),
         Change::PostEdited { post } => hub.post_edited(post),
         Change::PostRemoved { topic_id, post_id } => hub.post_removed(*topic_id, *post_id),
         Change::TopicCreated { topic } => hub.topic_created(topic),

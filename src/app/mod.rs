@@ -9,6 +9,7 @@
 //!   revoking them, changing the password.
 //! - `topics`, `posts`, `votes`, `moderation`, `communities`: the writes
 //!   of the forum.
+//! - `inbox`: a user's notifications, their unread count, marking read.
 //! - `site`: site settings, invites, the first administrator.
 //! - `read`: a topic's rendered, cached answer; `text`: Markdown rendered
 //!   once, in the operation that writes it.
@@ -23,6 +24,7 @@ pub mod auth;
 pub mod bus;
 pub mod communities;
 pub mod error;
+pub mod inbox;
 pub mod limits;
 pub mod moderation;
 pub mod posts;

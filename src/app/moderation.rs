@@ -33,9 +33,13 @@ pub struct ModRequest {
 pub async fn act<S: Store>(state: &AppState<S>, actor: User, action: ModAction, req: ModRequest) -> AppResult<()> {
     let reason = Reason::parse(req.reason.as_deref().unwrap_or(""), false)?;
     commit(state, move |st| async move {
-        let done = st.store.moderate(&actor, action, reason).await?;
+        let mut done = st.store.moderate(&actor, action, reason).await?;
+        let notified = done.notified.take();
         if let Some(change) = change_of(action, done) {
             apply(&st, change);
+        }
+        if let Some(n) = notified {
+            apply(&st, Change::Inbox { notified: vec![n] });
         }
         Ok(())
     })

@@ -19,8 +19,9 @@ pub async fn create_post<S: Store>(state: &AppState<S>, user: User, ip: ClientIp
     state.limits.check(Action::Post, ip, Who::User(user.id))?;
     let new = NewPost { topic_id: reply.topic_id, parent_id: reply.parent_id, body: text::render(reply.body).await? };
     commit(state, move |st| async move {
-        let post = st.store.create_post(&user, new).await?;
-        apply(&st, Change::PostCreated { notify: post.notify, post: post.clone() });
+        let mut post = st.store.create_post(&user, new).await?;
+        let inbox = std::mem::take(&mut post.inbox);
+        apply(&st, Change::PostCreated { notify: post.notify, inbox, post: post.clone() });
         Ok(post)
     })
     .await

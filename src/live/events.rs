@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::frame::{self, MAX_HEADER, OP_TEXT};
 use super::hub::{Hub, Key};
-use crate::model::{Post, Topic};
+use crate::model::{NoticeKind, Notified, Post, Topic};
 
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -38,6 +38,15 @@ pub enum Out<'a> {
         topic_id: i64,
         post_id: Option<i64>,
         score: i64,
+    },
+    /// The user's inbox changed: a notification was stored (`kind` and
+    /// where), or some were marked read (`kind` null); `unread` is their
+    /// count of unread notifications now.
+    Inbox {
+        kind: Option<NoticeKind>,
+        topic_id: Option<i64>,
+        post_id: Option<i64>,
+        unread: i64,
     },
     /// The connection's subscriptions after a change (and at connect).
     Subscribed {
@@ -91,6 +100,12 @@ impl Hub {
         }
     }
 
+    /// A stored notification (or a read marking), to its user's inbox.
+    pub fn notified(&self, n: &Notified) {
+        let Notified { kind, topic_id, post_id, unread, .. } = *n;
+        self.publish_with(&Key::Inbox(n.user_id), || text_frame(&Out::Inbox { kind, topic_id, post_id, unread }));
+    }
+
     pub fn post_edited(&self, post: &Post) {
         self.publish_with(&Key::Topic(post.topic_id), || text_frame(&Out::PostEdited { post }));
     }
@@ -142,6 +157,7 @@ mod tests {
             score: 0,
             author_id: 1,
             notify: None,
+            inbox: Vec::new(),
         };
         for out in [Out::Post { post: &post }, Out::PostEdited { post: &post }] {
             let f = text_frame(&out).expect("frame");

@@ -16,6 +16,7 @@ pub const TABLES: &[&str] = &[
     "bans",
     "reports",
     "mod_log",
+    "notifications",
     "site",
     "invites",
 ];

@@ -7,14 +7,21 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Post, Topic};
+use super::{Notified, Post, Topic};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "change", rename_all = "snake_case")]
 pub enum Change {
     /// A new reply. `notify` is whose live inbox hears of it (the author
-    /// of what it replies to, never the replier).
-    PostCreated { post: Post, notify: Option<i64> },
+    /// of what it replies to, never the replier); `inbox`, the
+    /// notifications it stored (that reply, and mentions), each user's
+    /// with their unread count.
+    PostCreated {
+        post: Post,
+        notify: Option<i64>,
+        #[serde(default)]
+        inbox: Vec<Notified>,
+    },
     /// A post's body changed (an edit, or a moderator restored it while
     /// its topic is visible): subscribers get the post again.
     PostEdited { post: Post },
@@ -29,6 +36,10 @@ pub enum Change {
     TopicChanged { topic_id: i64 },
     /// A vote's new total; `post_id` is `None` for the topic's own score.
     Scored { topic_id: i64, post_id: Option<i64>, score: i64 },
+    /// Users' inboxes changed apart from a reply: a moderator's action
+    /// notified its author, or a user marked notifications read. Each
+    /// user's live channel hears their new unread count.
+    Inbox { notified: Vec<Notified> },
     /// Sessions or tokens of a user were revoked (a logout, a password
     /// change, "sign out everywhere else"): every node forgets the user's
     /// cached tokens, so none still answers for a revoked one.
@@ -44,7 +55,7 @@ impl Change {
             Change::PostRemoved { topic_id, .. }
             | Change::TopicChanged { topic_id }
             | Change::Scored { topic_id, .. } => Some(*topic_id),
-            Change::TopicCreated { .. } | Change::TokensRevoked { .. } => None,
+            Change::TopicCreated { .. } | Change::TokensRevoked { .. } | Change::Inbox { .. } => None,
         }
     }
 }
@@ -69,13 +80,25 @@ mod tests {
             score: 4,
             author_id: 0,
             notify: None,
+            inbox: Vec::new(),
+        }
+    }
+
+    fn notified() -> Notified {
+        Notified {
+            user_id: 5,
+            kind: Some(crate::model::NoticeKind::Mention),
+            topic_id: Some(3),
+            post_id: Some(9),
+            unread: 2,
         }
     }
 
     #[test]
     fn every_change_survives_json_for_the_cluster_bus() {
         let changes = [
-            Change::PostCreated { post: post(), notify: Some(5) },
+            Change::PostCreated { post: post(), notify: Some(5), inbox: vec![notified()] },
+            Change::Inbox { notified: vec![notified(), Notified { kind: None, ..notified() }] },
             Change::PostEdited { post: post() },
             Change::PostRemoved { topic_id: 3, post_id: 9 },
             Change::TopicChanged { topic_id: 3 },
@@ -90,7 +113,7 @@ mod tests {
 
     #[test]
     fn a_new_topic_makes_no_rendering_stale_and_a_reply_makes_its_topics_stale() {
-        assert_eq!(Change::PostCreated { post: post(), notify: None }.stale_topic(), Some(3));
+        assert_eq!(Change::PostCreated { post: post(), notify: None, inbox: Vec::new() }.stale_topic(), Some(3));
         assert_eq!(Change::Scored { topic_id: 8, post_id: Some(1), score: 1 }.stale_topic(), Some(8));
     }
 }

@@ -135,6 +135,8 @@ pub struct Moderated {
     pub post: Option<Post>,
     /// False when the item already was in the asked state (nothing logged).
     pub changed: bool,
+    /// The notification its author got, for their live channel.
+    pub notified: Option<super::Notified>,
 }
 
 /// A ban in force or expired (`expires_at` in the past).
@@ -308,6 +310,7 @@ mod tests {
             score: 0,
             author_id,
             notify: None,
+            inbox: Vec::new(),
         }
     }
 

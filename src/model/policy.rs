@@ -1,13 +1,15 @@
 //! The forum's rules, apart from any SQL: who may post, reply, edit,
 //! delete, vote, report, moderate, ban, see reports and bans, change the
-//! site and register, and the refusal each gets. Every rule is a pure
+//! site and register, and the refusal each gets; and who hears of a reply,
+//! a mention or a moderator's action in their inbox. Every rule is a pure
 //! function over *facts* (what a backend reads in the transaction that then
 //! acts), so SQLite and PostgreSQL cannot decide differently: a backend
 //! fetches the facts and runs the SQL, a rule here decides. `store` answers
 //! a `Refusal` as the `StoreError` of the same name, which fixes the API's
 //! error code and message.
 
-use super::{RegistrationMode, ReportStatus, Timestamp, User};
+use super::inbox::MAX_MENTIONS;
+use super::{NoticeKind, RegistrationMode, ReportStatus, Timestamp, User};
 
 /// Why a rule refuses. The variants and their messages are `StoreError`'s.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -439,6 +441,31 @@ pub fn may_create_first_admin(has_admin: bool) -> Verdict {
     Ok(())
 }
 
+/// Who a new post notifies, and of what: the author of what it replies to
+/// (`replied_to`) of a reply, then each user it mentions (`mentioned`,
+/// existing users in order of mention) of the mention, at most
+/// `MAX_MENTIONS` of them; never its own author, and nobody twice (a reply
+/// that also mentions its parent's author is one reply notification).
+pub fn reply_notices(author_id: i64, replied_to: Option<i64>, mentioned: &[i64]) -> Vec<(i64, NoticeKind)> {
+    let mut out: Vec<(i64, NoticeKind)> = Vec::new();
+    if let Some(user) = replied_to.filter(|&u| u != author_id) {
+        out.push((user, NoticeKind::Reply));
+    }
+    for &user in mentioned.iter().take(MAX_MENTIONS) {
+        if user != author_id && !out.iter().any(|&(u, _)| u == user) {
+            out.push((user, NoticeKind::Mention));
+        }
+    }
+    out
+}
+
+/// Whom a moderator's action notifies: the author of the topic or post
+/// acted on, when the action changed something and was not on their own
+/// content.
+pub fn moderation_notice(actor_id: i64, author_id: i64, changed: bool) -> Option<i64> {
+    (changed && actor_id != author_id).then_some(author_id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -861,5 +888,22 @@ mod tests {
             matches!(may_take_name(Some("alice")), Err(Refusal::Taken("username_too_similar", m)) if m.contains("alice"))
         );
         assert_eq!(may_create_first_admin(true), Err(Refusal::Conflict("the site already has an administrator")));
+    }
+
+    #[test]
+    fn a_reply_notifies_the_parent_author_and_mentions_once_each_never_the_author() {
+        use NoticeKind::*;
+        assert_eq!(reply_notices(1, Some(2), &[3, 2, 1, 3]), [(2, Reply), (3, Mention)]);
+        assert_eq!(reply_notices(1, Some(1), &[]), []);
+        assert_eq!(reply_notices(1, None, &[1]), []);
+        let many: Vec<i64> = (10..30).collect();
+        assert_eq!(reply_notices(1, None, &many).len(), MAX_MENTIONS);
+    }
+
+    #[test]
+    fn a_moderators_action_notifies_the_author_unless_nothing_changed_or_it_is_their_own() {
+        assert_eq!(moderation_notice(1, 2, true), Some(2));
+        assert_eq!(moderation_notice(1, 2, false), None);
+        assert_eq!(moderation_notice(2, 2, true), None);
     }
 }

@@ -3,8 +3,9 @@
 //! `model::policy`), the `Post` a new reply becomes, and how a listing
 //! fetched one row past its limit is cut into a page.
 
-use crate::model::policy::Refusal;
-use crate::model::{Post, Timestamp, Topic, User};
+use crate::model::inbox::{EXCERPT_CHARS, MAX_MENTIONS, moderation_excerpt};
+use crate::model::policy::{self, Refusal};
+use crate::model::{ModAction, NewNotice, NoticeKind, Notified, Post, Reason, Timestamp, Topic, User};
 use crate::store::{Cursor, NewPost, StoreError, TopicPage, TopicSort};
 
 /// A refusal is the `StoreError` of the same name, with the same message:
@@ -24,7 +25,15 @@ impl From<Refusal> for StoreError {
 
 /// The reply just stored as `id`; `replied_to` (the parent's or the
 /// topic's author) is notified unless it is the author themself.
-pub fn new_reply(id: i64, author: &User, new: &NewPost, html: &str, now: Timestamp, replied_to: Option<i64>) -> Post {
+pub fn new_reply(
+    id: i64,
+    author: &User,
+    new: &NewPost,
+    html: &str,
+    now: Timestamp,
+    replied_to: Option<i64>,
+    inbox: Vec<Notified>,
+) -> Post {
     Post {
         id,
         topic_id: new.topic_id,
@@ -39,7 +48,64 @@ pub fn new_reply(id: i64, author: &User, new: &NewPost, html: &str, now: Timesta
         score: 0,
         author_id: author.id,
         notify: replied_to.filter(|&u| u != author.id),
+        inbox,
     }
+}
+
+/// The names a new post mentions that are worth looking up: the first
+/// `MAX_MENTIONS` (`policy::reply_notices` notifies no more).
+pub fn mentioned_names(new: &NewPost) -> &[String] {
+    let names = new.body.mentions();
+    &names[..names.len().min(MAX_MENTIONS)]
+}
+
+/// The notifications new post `post_id` writes (`policy::reply_notices`):
+/// `mentioned` are the ids of the existing users it mentions.
+pub fn post_notices(
+    author: &User,
+    new: &NewPost,
+    post_id: i64,
+    replied_to: Option<i64>,
+    mentioned: &[i64],
+) -> Vec<NewNotice> {
+    let notices = policy::reply_notices(author.id, replied_to, mentioned);
+    if notices.is_empty() {
+        return Vec::new();
+    }
+    let excerpt = crate::markdown::excerpt(new.body.as_str(), EXCERPT_CHARS);
+    notices
+        .into_iter()
+        .map(|(user_id, kind)| NewNotice {
+            user_id,
+            kind,
+            from_id: Some(author.id),
+            topic_id: Some(new.topic_id),
+            post_id: Some(post_id),
+            excerpt: excerpt.clone(),
+        })
+        .collect()
+}
+
+/// The notification a moderator's action writes for the author of what it
+/// acted on (`policy::moderation_notice`), if any. The moderator is not
+/// named.
+pub fn moderation_notice(
+    actor: &User,
+    action: ModAction,
+    reason: &Reason,
+    (topic_id, post_id): (i64, Option<i64>),
+    author_id: i64,
+    changed: bool,
+) -> Option<NewNotice> {
+    let user_id = policy::moderation_notice(actor.id, author_id, changed)?;
+    Some(NewNotice {
+        user_id,
+        kind: NoticeKind::Moderation,
+        from_id: None,
+        topic_id: Some(topic_id),
+        post_id,
+        excerpt: moderation_excerpt(action, reason.as_str()),
+    })
 }
 
 /// A listing read with `limit + 1` rows (each with its hot rank): the first

@@ -15,9 +15,9 @@ use std::future::Future;
 
 use crate::model::paging::PageLimit;
 use crate::model::{
-    Ban, Community, CommunityName, Invite, Link, ModAction, ModLogEntry, Moderated, NewToken, Post, Profile, Reason,
-    Report, ReportStatus, SiteSettings, Text, Timestamp, Title, TokenKind, TokenRecord, Topic, User, Username,
-    VoteOutcome, VoteTarget,
+    Ban, Community, CommunityName, InboxPage, Invite, Link, MarkRead, ModAction, ModLogEntry, Moderated, NewToken,
+    Post, Profile, Reason, Report, ReportStatus, SiteSettings, Text, Timestamp, Title, TokenKind, TokenRecord, Topic,
+    User, Username, VoteOutcome, VoteTarget,
 };
 
 pub use cursor::Cursor;
@@ -192,6 +192,16 @@ pub struct ListModLog {
 pub struct ModLogPage {
     pub entries: Vec<ModLogEntry>,
     pub next: Option<i64>,
+}
+
+/// One page of a user's inbox, newest first.
+#[derive(Debug, Clone)]
+pub struct ListInbox {
+    /// Only the unread notifications.
+    pub unread_only: bool,
+    /// Only notifications with a smaller id (the previous page's `next`).
+    pub after: Option<i64>,
+    pub limit: usize,
 }
 
 /// The storage interface. Every method is a single atomic operation; writes
@@ -390,6 +400,16 @@ pub trait Store: Send + Sync + 'static {
         name: Username,
         password_hash: String,
     ) -> impl Future<Output = StoreResult<User>> + Send;
+
+    // The inbox. Notifications are written by the writes that cause them
+    // (`create_post`, `moderate`), in their transaction.
+    /// One page of the user's notifications, and their unread count.
+    fn inbox(&self, user_id: i64, q: ListInbox) -> impl Future<Output = StoreResult<InboxPage>> + Send;
+    /// How many of the user's notifications are unread.
+    fn unread_count(&self, user_id: i64) -> impl Future<Output = StoreResult<i64>> + Send;
+    /// Marks the user's notifications read (ids of other users' are
+    /// ignored); returns the unread count after.
+    fn mark_read(&self, user_id: i64, mark: MarkRead) -> impl Future<Output = StoreResult<i64>> + Send;
 
     /// Finish pending writes and checkpoint; called once at shutdown.
     fn shutdown(&self) -> impl Future<Output = ()> + Send;

@@ -228,6 +228,7 @@ mod tests {
             score: 0,
             author_id: 1,
             notify: None,
+            inbox: Vec::new(),
         }
     }
 

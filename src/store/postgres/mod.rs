@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod conn;
 mod first_admin;
+pub mod inbox;
 pub mod moderation;
 mod parts;
 pub mod reads;
@@ -20,12 +21,12 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 
 use crate::model::{
-    Ban, Community, Invite, ModAction, Moderated, NewToken, Post, Profile, Reason, Report, ReportStatus, SiteSettings,
-    Text, Timestamp, TokenRecord, Topic, User, Username, VoteOutcome, VoteTarget,
+    Ban, Community, InboxPage, Invite, MarkRead, ModAction, Moderated, NewToken, Post, Profile, Reason, Report,
+    ReportStatus, SiteSettings, Text, Timestamp, TokenRecord, Topic, User, Username, VoteOutcome, VoteTarget,
 };
 use crate::store::{
-    ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic, PostSort, ReportPage,
-    Search, SearchPage, Store, StoreResult, TopicPage,
+    ListInbox, ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic, PostSort,
+    ReportPage, Search, SearchPage, Store, StoreResult, TopicPage,
 };
 
 use conn::{begin, finish, get, snapshot};
@@ -341,6 +342,19 @@ impl Store for PgStore {
     }
 
     /// Every write committed before it returned: closing the pool is all.
+    async fn inbox(&self, user_id: i64, q: ListInbox) -> StoreResult<InboxPage> {
+        read!(self, |c| inbox::inbox(c, user_id, &q))
+    }
+
+    async fn unread_count(&self, user_id: i64) -> StoreResult<i64> {
+        let client = get(&self.pool).await?;
+        inbox::unread(&client, user_id).await
+    }
+
+    async fn mark_read(&self, user_id: i64, mark: MarkRead) -> StoreResult<i64> {
+        write!(self, |c| inbox::mark_read(c, user_id, &mark))
+    }
+
     async fn shutdown(&self) {
         self.pool.close();
     }

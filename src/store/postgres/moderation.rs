@@ -10,7 +10,7 @@ use super::conn::{all, col, exec, one, opt};
 use super::{reads, writes};
 use crate::model::policy::{self, BanFacts, BanTarget, BanTerm, Standing};
 use crate::model::{Ban, ModAction, ModLogEntry, Moderated, Reason, Timestamp, User};
-use crate::store::{ListModLog, ModLogPage, NewBan, StoreError, StoreResult};
+use crate::store::{ListModLog, ModLogPage, NewBan, StoreError, StoreResult, common};
 
 pub async fn is_moderator(c: &impl GenericClient, user_id: i64, community_id: i64) -> StoreResult<bool> {
     let sql = "SELECT 1 FROM moderators WHERE community_id = $1 AND user_id = $2";
@@ -206,12 +206,14 @@ pub async fn moderate(
         .write(c, actor, now)
         .await?;
     }
+    let notice = common::moderation_notice(actor, action, reason, (topic_id, post_id), target_user, changed);
+    let notified = super::inbox::notify(c, notice.as_slice(), now).await?.pop();
     let post = match post_id {
         Some(id) => Some(writes::post(c, id).await?),
         None => None,
     };
     let topic_removed: bool = col(&one(c, "SELECT removed FROM topics WHERE id = $1", &[&topic_id]).await?, 0)?;
-    Ok(Moderated { topic_id, topic_removed, post, changed })
+    Ok(Moderated { topic_id, topic_removed, post, changed, notified })
 }
 
 // ---------------------------------------------------------------------------

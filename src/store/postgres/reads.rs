@@ -73,6 +73,7 @@ pub fn post_row(r: &Row) -> StoreResult<Post> {
         score: col(r, 8)?,
         author_id: col(r, 9)?,
         notify: None,
+        inbox: Vec::new(),
     })
 }
 

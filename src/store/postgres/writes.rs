@@ -13,7 +13,7 @@ use super::moderation::{ban_facts, is_moderator};
 use super::reads;
 use crate::model::policy::{self, ItemFacts, Kind, Standing, TopicFacts};
 use crate::model::{Community, NameKeys, Post, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank};
-use crate::store::{NewCommunity, NewPost, NewTopic, StoreError, StoreResult};
+use crate::store::{NewCommunity, NewPost, NewTopic, StoreError, StoreResult, common};
 
 pub async fn create_user(
     c: &impl GenericClient,
@@ -255,7 +255,11 @@ pub async fn create_post(
     .await?;
     let id: i64 = col(&row, 0)?;
     exec(c, "UPDATE topics SET post_count = post_count + 1 WHERE id = $1", &[&new.topic_id]).await?;
-    Ok(crate::store::common::new_reply(id, author, new, html, now, replied_to))
+    // Its notifications, in this transaction.
+    let mentioned = super::inbox::user_ids(c, common::mentioned_names(new)).await?;
+    let notices = common::post_notices(author, new, id, replied_to, &mentioned);
+    let notified = super::inbox::notify(c, &notices, now).await?;
+    Ok(common::new_reply(id, author, new, html, now, replied_to, notified))
 }
 
 pub async fn post(c: &impl GenericClient, id: i64) -> StoreResult<Post> {

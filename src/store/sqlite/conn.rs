@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0003_rendered_and_search.sql"),
     include_str!("../../../migrations/sqlite/0004_search_queue.sql"),
     include_str!("../../../migrations/sqlite/0005_sessions_and_lookalikes.sql"),
+    include_str!("../../../migrations/sqlite/0006_inbox.sql"),
 ];
 
 /// Which job a connection does; each gets different pragmas.

@@ -8,6 +8,7 @@ mod backfill;
 mod checkpoint;
 pub mod conn;
 mod first_admin;
+pub mod inbox;
 pub mod moderation;
 mod parts;
 mod readers;
@@ -25,12 +26,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::model::{
-    Ban, Community, Invite, ModAction, Moderated, NewToken, Post, Profile, Reason, Report, ReportStatus, SiteSettings,
-    Text, Timestamp, TokenRecord, Topic, User, Username, VoteOutcome, VoteTarget,
+    Ban, Community, InboxPage, Invite, MarkRead, ModAction, Moderated, NewToken, Post, Profile, Reason, Report,
+    ReportStatus, SiteSettings, Text, Timestamp, TokenRecord, Topic, User, Username, VoteOutcome, VoteTarget,
 };
 use crate::store::{
-    ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic, PostSort, ReportPage,
-    Search, SearchPage, Store, StoreError, StoreResult, TopicPage,
+    ListInbox, ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic, PostSort,
+    ReportPage, Search, SearchPage, Store, StoreError, StoreResult, TopicPage,
 };
 
 use checkpoint::Checkpointer;
@@ -288,7 +289,7 @@ impl Store for SqliteStore {
         let input = std::sync::Arc::new((author.clone(), new));
         let shared = input.clone();
         // `create_post` refuses before its first change: no savepoint needed.
-        let (id, replied_to) = self
+        let (id, replied_to, notified) = self
             .writer
             .write_checked_first(move |c| {
                 let (author, new) = &*shared;
@@ -296,7 +297,7 @@ impl Store for SqliteStore {
             })
             .await?;
         let (author, new) = &*input;
-        Ok(crate::store::common::new_reply(id, author, new, new.body.html(), now, replied_to))
+        Ok(crate::store::common::new_reply(id, author, new, new.body.html(), now, replied_to, notified))
     }
 
     async fn edit_post(&self, actor: &User, id: i64, body: Text) -> StoreResult<Post> {
@@ -417,6 +418,18 @@ impl Store for SqliteStore {
     async fn create_first_admin(&self, name: Username, password_hash: String) -> StoreResult<User> {
         let now = Timestamp::now();
         self.writer.write(move |c| first_admin::create_first_admin(c, &name, &password_hash, now)).await
+    }
+
+    async fn inbox(&self, user_id: i64, q: ListInbox) -> StoreResult<InboxPage> {
+        self.readers.read(move |c| inbox::inbox(c, user_id, &q)).await
+    }
+
+    async fn unread_count(&self, user_id: i64) -> StoreResult<i64> {
+        self.readers.read(move |c| inbox::unread(c, user_id)).await
+    }
+
+    async fn mark_read(&self, user_id: i64, mark: MarkRead) -> StoreResult<i64> {
+        self.writer.write(move |c| inbox::mark_read(c, user_id, &mark)).await
     }
 
     async fn shutdown(&self) {

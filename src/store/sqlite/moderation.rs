@@ -10,7 +10,7 @@ use super::conn::map_err;
 use super::{reads, writes};
 use crate::model::policy::{self, BanFacts, BanTarget, BanTerm, Standing};
 use crate::model::{Ban, ModAction, ModLogEntry, Moderated, Reason, Timestamp, User};
-use crate::store::{ListModLog, ModLogPage, NewBan, StoreError, StoreResult};
+use crate::store::{ListModLog, ModLogPage, NewBan, StoreError, StoreResult, common};
 
 pub fn is_moderator(conn: &Connection, user_id: i64, community_id: i64) -> StoreResult<bool> {
     conn.prepare_cached("SELECT 1 FROM moderators WHERE community_id = ?1 AND user_id = ?2")
@@ -215,12 +215,14 @@ pub fn moderate(
         }
         .write(conn, actor, now)?;
     }
+    let notice = common::moderation_notice(actor, action, reason, (topic_id, post_id), target_user, changed);
+    let notified = super::inbox::notify(conn, notice.as_slice(), now)?.pop();
     let post = post_id.map(|id| writes::post(conn, id)).transpose()?;
     let topic_removed: bool = conn
         .prepare_cached("SELECT removed FROM topics WHERE id = ?1")
         .and_then(|mut s| s.query_row([topic_id], |r| r.get(0)))
         .map_err(map_err)?;
-    Ok(Moderated { topic_id, topic_removed, post, changed })
+    Ok(Moderated { topic_id, topic_removed, post, changed, notified })
 }
 
 // ---------------------------------------------------------------------------

@@ -66,6 +66,7 @@ pub fn post_row(r: &Row<'_>) -> rusqlite::Result<Post> {
         score: r.get(8)?,
         author_id: r.get(9)?,
         notify: None,
+        inbox: Vec::new(),
     })
 }
 

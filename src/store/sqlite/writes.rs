@@ -9,8 +9,10 @@ use super::conn::{is_unique_violation, map_err};
 use super::moderation::{ban_facts, is_moderator};
 use super::reads;
 use crate::model::policy::{self, ItemFacts, Kind, Standing, TopicFacts};
-use crate::model::{Community, NameKeys, Post, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank};
-use crate::store::{NewCommunity, NewPost, NewTopic, StoreError, StoreResult};
+use crate::model::{
+    Community, NameKeys, Notified, Post, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank,
+};
+use crate::store::{NewCommunity, NewPost, NewTopic, StoreError, StoreResult, common};
 
 pub fn create_user(
     conn: &Connection,
@@ -186,14 +188,15 @@ pub fn delete_topic(conn: &Connection, actor: &User, id: i64) -> StoreResult<()>
 /// `html` is `new.body` rendered, before the write reached this thread.
 /// Every refusal comes before the first change: the writer runs it without
 /// a savepoint (`Writer::write_checked_first`), so keep it that way.
-/// Returns the new post's id and whom it replies to (see `new_reply`).
+/// Returns the new post's id, whom it replies to (see `new_reply`) and
+/// the notifications it wrote, in the same transaction.
 pub fn create_post(
     conn: &Connection,
     author: &User,
     new: &NewPost,
     html: &str,
     now: Timestamp,
-) -> StoreResult<(i64, Option<i64>)> {
+) -> StoreResult<(i64, Option<i64>, Vec<Notified>)> {
     let topic: Option<TopicFacts> = conn
         .prepare_cached("SELECT deleted, removed, locked, author_id, community_id FROM topics WHERE id = ?1")
         .and_then(|mut s| s.query_row([new.topic_id], |r| topic_facts(r, 0)).optional())
@@ -223,7 +226,9 @@ pub fn create_post(
     conn.prepare_cached("UPDATE topics SET post_count = post_count + 1 WHERE id = ?1")
         .and_then(|mut s| s.execute([new.topic_id]))
         .map_err(map_err)?;
-    Ok((id, replied_to))
+    let mentioned = super::inbox::user_ids(conn, common::mentioned_names(new))?;
+    let notified = super::inbox::notify(conn, &common::post_notices(author, new, id, replied_to, &mentioned), now)?;
+    Ok((id, replied_to, notified))
 }
 
 pub fn post(conn: &Connection, id: i64) -> StoreResult<Post> {

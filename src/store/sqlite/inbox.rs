@@ -1,0 +1,102 @@
+//! The inbox's SQL: notifications written in the transaction of the write
+//! that causes them (on the writer thread), a user's page of them and
+//! their unread count (on a reader), and marking them read.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::conn::map_err;
+use crate::model::{InboxPage, MarkRead, NewNotice, Notice, NoticeKind, Notified, Timestamp};
+use crate::store::{ListInbox, StoreResult};
+
+/// The ids of the users named (case-insensitively: the column is NOCASE);
+/// names of no one are skipped.
+pub fn user_ids(conn: &Connection, names: &[String]) -> StoreResult<Vec<i64>> {
+    let mut stmt = conn.prepare_cached("SELECT id FROM users WHERE name = ?1").map_err(map_err)?;
+    let mut ids = Vec::with_capacity(names.len());
+    for name in names {
+        if let Some(id) = stmt.query_row([name], |r| r.get(0)).optional().map_err(map_err)? {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
+/// Stores the notifications; returns what each user's live channel is told.
+pub fn notify(conn: &Connection, notices: &[NewNotice], now: Timestamp) -> StoreResult<Vec<Notified>> {
+    let mut out = Vec::with_capacity(notices.len());
+    for n in notices {
+        conn.prepare_cached(
+            "INSERT INTO notifications (user_id, kind, from_id, topic_id, post_id, excerpt, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![n.user_id, n.kind.as_str(), n.from_id, n.topic_id, n.post_id, n.excerpt, now.0])
+        })
+        .map_err(map_err)?;
+        out.push(Notified {
+            user_id: n.user_id,
+            kind: Some(n.kind),
+            topic_id: n.topic_id,
+            post_id: n.post_id,
+            unread: unread(conn, n.user_id)?,
+        });
+    }
+    Ok(out)
+}
+
+pub fn unread(conn: &Connection, user_id: i64) -> StoreResult<i64> {
+    conn.prepare_cached("SELECT count(*) FROM notifications WHERE user_id = ?1 AND read = 0")
+        .and_then(|mut s| s.query_row([user_id], |r| r.get(0)))
+        .map_err(map_err)
+}
+
+fn notice_row(r: &Row<'_>) -> rusqlite::Result<Notice> {
+    let kind: String = r.get(1)?;
+    Ok(Notice {
+        id: r.get(0)?,
+        kind: NoticeKind::parse(&kind).unwrap_or(NoticeKind::Message),
+        topic_id: r.get(2)?,
+        post_id: r.get(3)?,
+        from: r.get(4)?,
+        excerpt: r.get(5)?,
+        created_at: Timestamp(r.get(6)?),
+        read: r.get(7)?,
+    })
+}
+
+/// One page of the user's notifications, newest first.
+pub fn inbox(conn: &Connection, user_id: i64, q: &ListInbox) -> StoreResult<InboxPage> {
+    let mut items: Vec<Notice> = conn
+        .prepare_cached(
+            "SELECT n.id, n.kind, n.topic_id, n.post_id, u.name, n.excerpt, n.created_at, n.read \
+             FROM notifications n LEFT JOIN users u ON u.id = n.from_id \
+             WHERE n.user_id = ?1 AND n.id < ?2 AND (?3 = 0 OR n.read = 0) ORDER BY n.id DESC LIMIT ?4",
+        )
+        .and_then(|mut s| {
+            let after = q.after.unwrap_or(i64::MAX);
+            s.query_map(params![user_id, after, q.unread_only, q.limit as i64 + 1], notice_row)?.collect()
+        })
+        .map_err(map_err)?;
+    let next = if items.len() > q.limit {
+        items.truncate(q.limit);
+        items.last().map(|n| n.id)
+    } else {
+        None
+    };
+    Ok(InboxPage { items, unread: unread(conn, user_id)?, next })
+}
+
+/// Marks the user's notifications read (ids of others' are ignored);
+/// returns their unread count after.
+pub fn mark_read(conn: &Connection, user_id: i64, mark: &MarkRead) -> StoreResult<i64> {
+    match mark {
+        MarkRead::All => conn
+            .prepare_cached("UPDATE notifications SET read = 1 WHERE user_id = ?1 AND read = 0")
+            .and_then(|mut s| s.execute([user_id])),
+        MarkRead::Ids(ids) => conn
+            .prepare_cached("UPDATE notifications SET read = 1 WHERE user_id = ?1 AND id = ?2 AND read = 0")
+            .and_then(|mut s| ids.iter().try_fold(0, |n, id| Ok(n + s.execute(params![user_id, id])?))),
+    }
+    .map_err(map_err)?;
+    unread(conn, user_id)
+}

@@ -295,12 +295,16 @@ async fn the_inbox_reaches_only_the_authenticated_author() {
         let event = next_json(ws).await;
         assert_eq!(event["type"], "reply");
         assert_eq!(event["post"], reply);
+        // The stored notification follows, with the unread count.
+        let stored = json!({"type": "inbox", "kind": "reply", "topic_id": topic, "post_id": reply["id"], "unread": 1});
+        assert_eq!(next_json(ws).await, stored);
     }
     // Bob's reply to Bob's own post is not news to anyone's inbox; Alice
     // replying to Bob's post goes to Bob.
     let own = app.reply(topic, &bob, json!({"body": "me again", "parent_id": reply["id"]})).await;
     let answer = app.reply(topic, &alice, json!({"body": "thanks", "parent_id": own["id"]})).await;
     assert_eq!(next_json(&mut bobs).await["post"]["id"], answer["id"]);
+    assert_eq!(next_json(&mut bobs).await["type"], "inbox");
     assert_nothing_pending(&mut anonymous).await;
     assert_nothing_pending(&mut by_query).await;
 
@@ -310,6 +314,34 @@ async fn the_inbox_reaches_only_the_authenticated_author() {
     assert_eq!(error["error"]["code"], "unauthorized", "{error}");
     send_json(&mut by_query, json!({"op": "auth", "token": bob})).await;
     assert_eq!(next_json(&mut by_query).await["error"]["code"], "already_authenticated");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn mentions_moderation_and_read_marks_reach_the_users_inbox_with_the_unread_count() {
+    let app = spawn_live(|_| {}).await;
+    app.community("raspi").await;
+    let alice = app.register("alice").await;
+    let bob = app.register("bob").await;
+    let topic = app.topic("raspi", &alice, "Mine").await;
+    let (mut bobs, _) = app.connect(&format!("?token={bob}")).await;
+
+    let hello = app.reply(topic, &alice, json!({"body": "hello @Bob"})).await;
+    let mention = json!({"type": "inbox", "kind": "mention", "topic_id": topic, "post_id": hello["id"], "unread": 1});
+    assert_eq!(next_json(&mut bobs).await, mention);
+
+    let mine = app.reply(topic, &bob, json!({"body": "my own words"})).await;
+    let path = format!("/api/v1/posts/{}/remove", mine["id"]);
+    let (status, body) = app.send(reqwest::Method::POST, &path, &app.admin, Some(json!({"reason": "spam"}))).await;
+    assert_eq!(status, 204, "{body}");
+    let removed = json!({"type": "inbox", "kind": "moderation", "topic_id": topic, "post_id": mine["id"], "unread": 2});
+    assert_eq!(next_json(&mut bobs).await, removed);
+
+    let (status, body) = app.send(reqwest::Method::POST, "/api/v1/inbox/read", &bob, Some(json!({"all": true}))).await;
+    assert_eq!((status, &body), (200, &json!({"unread": 0})));
+    let read = json!({"type": "inbox", "kind": null, "topic_id": null, "post_id": null, "unread": 0});
+    assert_eq!(next_json(&mut bobs).await, read);
+    assert_nothing_pending(&mut bobs).await;
     app.stop().await;
 }
 

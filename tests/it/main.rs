@@ -12,6 +12,8 @@
 //! - `listings`: hot/new/top, time windows, cursor walks, limits.
 //! - `moderation`: moderators, removals, locks, bans, reports, the mod log,
 //!   registration modes.
+//! - `inbox`: replies, mentions and moderators' actions as stored
+//!   notifications on both stores; paging, marking read, errors.
 //! - `search`: full-text search, and the HTML stored with every body.
 //! - `setup`: the first run's one-time admin link.
 //! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
@@ -72,6 +74,7 @@ mod fuzz_regressions;
 mod hot;
 mod hygiene;
 mod idle;
+mod inbox;
 mod layers;
 mod limits;
 mod listings;

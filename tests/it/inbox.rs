@@ -1,0 +1,156 @@
+//! The inbox end to end, on both stores: a reply, an @mention and a
+//! moderator's action each leave a notification (never for one's own
+//! doing), which survives a restart; paging, unread counts, marking read,
+//! and the errors. The live side is in `live`, the page in `pages::inbox`.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::helpers::{TestApp, assert_error, spawn_app, spawn_app_in, spawn_pg_app};
+use crate::support::pg::TestDb;
+use pith::store::Store;
+
+async fn inbox<S: Store>(app: &TestApp<S>, token: &str, query: &str) -> Value {
+    let (status, body) = app.send(Method::GET, &format!("/api/v1/inbox{query}"), Some(token), None).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+fn kinds(page: &Value) -> Vec<(String, i64)> {
+    page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|n| (n["kind"].as_str().unwrap_or_default().to_owned(), n["post_id"].as_i64().unwrap_or(0)))
+        .collect()
+}
+
+/// Who is notified of what: `alice` owns the topic, `bob` replies.
+struct Story {
+    alice: String,
+    bob: String,
+    carol: String,
+    topic: i64,
+}
+
+async fn notifications_are_written<S: Store>(app: &TestApp<S>) -> Story {
+    app.community("raspi").await;
+    let (alice, bob, carol) = (app.user("alice").await, app.user("bob").await, app.user("carol").await);
+    let topic = app.topic("raspi", &alice, "Pi cases").await;
+
+    // A reply to Alice's topic that also mentions her and Carol: one reply
+    // for Alice (not a mention too), one mention for Carol; none for Bob,
+    // who mentions himself, nor for a name of no one.
+    let body = "Hi @alice, ask @Carol and @bob and @nobody_here. `@dave` is code. mail@carol.example";
+    let first = app.reply(topic, &bob, None, body).await;
+    let page = inbox(app, &alice, "").await;
+    assert_eq!(kinds(&page), [("reply".to_owned(), first)]);
+    assert_eq!(page["unread"], 1);
+    let item = &page["items"][0];
+    assert_eq!(item["from"], "bob");
+    assert_eq!(item["topic_id"], topic);
+    assert_eq!(item["read"], false);
+    assert!(item["excerpt"].as_str().is_some_and(|e| e.starts_with("Hi @alice, ask @Carol")), "{item}");
+    assert!(item["created_at"].is_string());
+    assert_eq!(kinds(&inbox(app, &carol, "").await), [("mention".to_owned(), first)]);
+    assert_eq!(inbox(app, &bob, "").await, json!({"items": [], "unread": 0, "next": null}));
+
+    // Replying to oneself notifies no one; Alice's answer to Bob notifies Bob.
+    let own = app.reply(topic, &bob, Some(first), "and me").await;
+    assert_eq!(inbox(app, &bob, "").await["unread"], 0);
+    let answer = app.reply(topic, &alice, Some(own), "thanks").await;
+    assert_eq!(kinds(&inbox(app, &bob, "").await), [("reply".to_owned(), answer)]);
+
+    // The admin removes Bob's post: Bob hears of it, with the reason; an
+    // action that changes nothing (removing it again) says nothing more.
+    let path = format!("/api/v1/posts/{own}/remove");
+    for _ in 0..2 {
+        let (status, body) = app.post(&path, Some(&app.admin_token), json!({"reason": "off topic"})).await;
+        assert_eq!(status, 204, "{body}");
+    }
+    let page = inbox(app, &bob, "").await;
+    assert_eq!(kinds(&page), [("moderation".to_owned(), own), ("reply".to_owned(), answer)]);
+    assert_eq!(page["items"][0]["excerpt"], "Your comment was removed by a moderator: off topic");
+    assert_eq!(page["items"][0]["from"], Value::Null);
+    // A lock of Alice's topic, too.
+    let (status, _) = app.post(&format!("/api/v1/topics/{topic}/lock"), Some(&app.admin_token), json!({})).await;
+    assert_eq!(status, 204);
+    assert_eq!(kinds(&inbox(app, &alice, "").await)[0], ("moderation".to_owned(), 0));
+    Story { alice, bob, carol, topic }
+}
+
+async fn paging_and_marking_read<S: Store>(app: &TestApp<S>, story: &Story) {
+    let Story { alice, bob, carol, .. } = story;
+    let page = inbox(app, bob, "?limit=1").await;
+    assert_eq!(page["items"].as_array().map(Vec::len), Some(1));
+    let next = page["next"].as_i64().expect("a next page");
+    let rest = inbox(app, bob, &format!("?limit=1&after={next}")).await;
+    assert_eq!(kinds(&rest)[0].0, "reply");
+    assert_eq!(rest["next"], Value::Null);
+    assert_eq!(rest["unread"], 2);
+
+    // Marking one read; Carol's id from Bob changes nothing of Carol's.
+    let newest = page["items"][0]["id"].as_i64().expect("id");
+    let carols = inbox(app, carol, "").await["items"][0]["id"].as_i64().expect("id");
+    for _ in 0..2 {
+        let (status, body) = app.post("/api/v1/inbox/read", Some(bob), json!({"ids": [newest, carols]})).await;
+        assert_eq!((status, body), (200, json!({"unread": 1})), "idempotent");
+    }
+    assert_eq!(inbox(app, carol, "").await["unread"], 1);
+    let unread = inbox(app, bob, "?unread=true").await;
+    assert_eq!(unread["items"].as_array().map(Vec::len), Some(1));
+    assert_eq!(unread["items"][0]["read"], false);
+    assert_eq!(inbox(app, bob, "").await["items"][0]["read"], true);
+
+    let (status, body) = app.post("/api/v1/inbox/read", Some(alice), json!({"all": true})).await;
+    assert_eq!((status, body), (200, json!({"unread": 0})));
+    assert_eq!(inbox(app, alice, "?unread=true").await["items"], json!([]));
+}
+
+async fn errors<S: Store>(app: &TestApp<S>, token: &str) {
+    let (status, body) = app.get("/api/v1/inbox").await;
+    assert_error("anonymous", status, &body, 401, "unauthorized");
+    let (status, body) = app.post("/api/v1/inbox/read", None, json!({"all": true})).await;
+    assert_error("anonymous marks", status, &body, 401, "unauthorized");
+    for query in ["?after=abc", "?after=-1", "?after=0", "?limit=0", "?limit=101", "?unread=maybe"] {
+        let (status, body) = app.send(Method::GET, &format!("/api/v1/inbox{query}"), Some(token), None).await;
+        assert!(status == 400, "{query}: {status} {body}");
+        assert!(body["error"]["code"].is_string(), "{query}: {body}");
+    }
+    for bad in
+        [json!({}), json!({"ids": []}), json!({"ids": [0]}), json!({"all": false}), json!({"ids": [1], "all": true})]
+    {
+        let (status, body) = app.post("/api/v1/inbox/read", Some(token), bad.clone()).await;
+        assert_error(&bad.to_string(), status, &body, 400, "invalid_ids");
+    }
+    let (status, body) = app.post("/api/v1/inbox/read", Some(token), json!({"ids": "all"})).await;
+    assert!((400..500).contains(&status), "{body}");
+}
+
+#[tokio::test]
+async fn replies_mentions_and_moderation_fill_the_inbox_on_sqlite_and_survive_a_restart() {
+    let app = spawn_app().await;
+    let story = notifications_are_written(&app).await;
+    let before = inbox(&app, &story.bob, "").await;
+    let dir = app.stop().await;
+    let app = spawn_app_in(dir).await;
+    assert_eq!(inbox(&app, &story.bob, "").await, before, "the same after a restart");
+    paging_and_marking_read(&app, &story).await;
+    errors(&app, &story.carol).await;
+    assert!(story.topic > 0);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn replies_mentions_and_moderation_fill_the_inbox_on_postgres_and_survive_a_restart() {
+    let db = TestDb::create().await;
+    let app = spawn_pg_app(&db).await;
+    let story = notifications_are_written(&app).await;
+    let before = inbox(&app, &story.bob, "").await;
+    app.stop().await;
+    let app = spawn_pg_app(&db).await;
+    assert_eq!(inbox(&app, &story.bob, "").await, before, "the same after a restart");
+    paging_and_marking_read(&app, &story).await;
+    errors(&app, &story.carol).await;
+    app.stop().await;
+}

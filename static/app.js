@@ -274,10 +274,36 @@
     }
   }
 
+  // --- The inbox count in the header ------------------------------------------
+  const inboxLink = document.getElementById('inbox-link');
+  const NOTICE = { reply: 'New reply', mention: 'You were mentioned', moderation: 'A moderator acted on your post', message: 'New message' };
+
+  function setUnread(n) {
+    if (!inboxLink || typeof n !== 'number') return;
+    inboxLink.dataset.unread = String(n);
+    inboxLink.textContent = n > 0 ? `Inbox (${n})` : 'Inbox';
+  }
+
+  function onInbox(msg) {
+    setUnread(msg.unread);
+    if (msg.kind) announce((NOTICE[msg.kind] || 'New notification') + ' in your inbox');
+  }
+
+  // Signed in, one stream carries the inbox and the open topic
+  // (/inbox/live, with the session); signed out, the topic's public one.
   function live() {
-    if (!topicId || !window.EventSource) return;
-    const es = new EventSource('/api/v1/live/sse?topics=' + encodeURIComponent(topicId));
-    es.onmessage = onEvent;
+    if (!window.EventSource) return;
+    let url;
+    if (inboxLink) url = '/inbox/live' + (topicId ? '?topics=' + encodeURIComponent(topicId) : '');
+    else if (topicId) url = '/api/v1/live/sse?topics=' + encodeURIComponent(topicId);
+    else return;
+    const es = new EventSource(url, { withCredentials: true });
+    es.onmessage = (ev) => {
+      let msg;
+      try { msg = JSON.parse(ev.data); } catch { return; }
+      if (msg.type === 'inbox') onInbox(msg);
+      else if (topicId) onEvent(ev);
+    };
     // EventSource reconnects by itself after an error.
   }
 

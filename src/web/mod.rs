@@ -18,6 +18,8 @@
 //! - `bans`: community and site bans.
 //! - `admin`: the site settings page (registration, invites).
 //! - `account`: log in, register, log out.
+//! - `inbox`: the user's notifications, marking them read, and the live
+//!   stream (inbox and topics) the script listens to when signed in.
 //! - `settings`: the user's own account: password, sessions.
 //! - `feed`: Atom feeds.
 //! - `setup`: the first run's one-time link that creates the administrator.
@@ -28,6 +30,7 @@ pub mod assets;
 mod bans;
 mod feed;
 mod forms;
+mod inbox;
 mod moderate;
 mod pages;
 mod reply;
@@ -99,6 +102,9 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/login", get(account::login_form).post(account::login::<S>))
         .route("/register", get(account::register_form::<S>).post(account::register::<S>))
         .route("/logout", post(account::logout::<S>))
+        .route("/inbox", get(inbox::show::<S>))
+        .route("/inbox/read", post(inbox::mark_read::<S>))
+        .route("/inbox/live", get(inbox::live::<S>))
         .route("/settings", get(settings::show::<S>))
         .route("/settings/password", post(settings::change_password::<S>))
         .route("/settings/sessions/revoke-others", post(settings::revoke_others::<S>))
@@ -114,6 +120,10 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
 #[derive(Clone)]
 pub struct Ctx {
     pub user: Option<User>,
+    /// The signed-in user's unread notifications, for the header's
+    /// "Inbox (N)" (0 for everyone else, so public pages stay the same
+    /// bytes for all).
+    pub unread: i64,
     pub csrf: String,
     /// Path and query of this page.
     pub here: String,
@@ -133,6 +143,7 @@ impl Ctx {
     pub fn new(session: &Session, uri: &Uri) -> Ctx {
         Ctx {
             user: session.user.clone(),
+            unread: session.unread.unwrap_or(0),
             csrf: if session.user.is_some() { session.csrf() } else { String::new() },
             here: uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
             q: String::new(),
@@ -159,6 +170,7 @@ impl Ctx {
     pub fn public(here: String) -> Ctx {
         Ctx {
             user: None,
+            unread: 0,
             csrf: String::new(),
             here,
             q: String::new(),

@@ -54,6 +54,10 @@ const SESSION_MAX_AGE: u64 = 400 * 24 * 3600;
 /// Who is asking, and the CSRF token their forms carry.
 pub struct Session {
     pub user: Option<User>,
+    /// The user's unread notifications, for the header of a page: read
+    /// only for a signed-in page view (a GET that is not the script's
+    /// fetch), never for a signed-out visitor.
+    pub unread: Option<i64>,
     /// The session token from the cookie, when it is valid.
     token: Option<String>,
     /// The pre-session cookie's random value, from the cookie or new.
@@ -82,13 +86,18 @@ impl<S: Store> FromRequestParts<AppState<S>> for Session {
                 valid_token = Some(token.to_owned());
             }
         }
+        let page_view = parts.method == axum::http::Method::GET && !super::forms::is_fetch(&parts.headers);
+        let unread = match &user {
+            Some(user) if page_view => crate::app::inbox::unread(state, user).await.ok(),
+            _ => None,
+        };
         let existing = cookie(&parts.headers, &cookie_name(CSRF_COOKIE, secure)).filter(|v| v.len() == 43);
         let (anon, anon_is_new) = match existing {
             Some(v) => (v.to_owned(), false),
             None => (new_token(), true),
         };
         let anon_signed = anon_csrf(state.web.csrf_key.bytes(), &anon);
-        Ok(Session { user, token: valid_token, anon, anon_signed, anon_is_new, secure })
+        Ok(Session { user, unread, token: valid_token, anon, anon_signed, anon_is_new, secure })
     }
 }
 

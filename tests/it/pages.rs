@@ -13,6 +13,8 @@ use reqwest::Method;
 
 use crate::support::helpers::{Reply, TestApp, fetch, spawn_app, spawn_app_limited};
 
+/// Issue 21's inbox: the page, the header's count, the live stream.
+mod inbox;
 /// Issue 26's regressions: edit forms, CSRF by cookie tossing, redirects.
 mod security;
 /// Issue 26's sessions: the settings page, idle expiry.

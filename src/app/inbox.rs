@@ -47,7 +47,6 @@ pub async fn unread<S: Store>(state: &AppState<S>, user: &User) -> AppResult<i64
 
 /// What to mark read: `{"ids": [...]}` or `{"all": true}`.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct MarkRequest {
     #[serde(default)]
     pub ids: Option<Vec<i64>>,
@@ -62,7 +61,7 @@ impl MarkRequest {
         let bad = |m: &str| Err(AppError::BadRequest("invalid_ids", m.into()));
         match (self.ids, self.all) {
             (None, Some(true)) => Ok(MarkRead::All),
-            (Some(ids), None | Some(false)) => {
+            (Some(ids), None) => {
                 if ids.is_empty() || ids.len() > MAX_MARK_IDS {
                     return bad(&format!("ids must hold 1 to {MAX_MARK_IDS} notification ids"));
                 }

@@ -651,6 +651,22 @@ async fn a_scripted_session_gets_only_documented_responses() {
     api.call(post.clone(), "/posts/999999/vote", Some(&bob), Some(json!({"value": 1})), 404).await;
     api.call(post.clone(), &format!("/posts/{p1}/vote"), None, Some(json!({"value": 1})), 401).await;
 
+    // The inbox: Alice hears of Bob's replies to her topic.
+    let replies = format!("/topics/{gone}/posts");
+    api.call(post.clone(), &replies, Some(&bob), Some(json!({"body": "thanks @alice"})), 201).await;
+    api.call(post.clone(), &replies, Some(&bob), Some(json!({"body": "and again"})), 201).await;
+    let inbox = api.call(get.clone(), "/inbox?limit=1", Some(&alice), None, 200).await;
+    let first = id(&inbox["items"][0]);
+    let next = inbox["next"].as_i64().expect("a second page");
+    api.call(get.clone(), &format!("/inbox?unread=true&after={next}"), Some(&alice), None, 200).await;
+    api.call(get.clone(), "/inbox?after=abc", Some(&alice), None, 400).await;
+    api.call(get.clone(), "/inbox", None, None, 401).await;
+    api.call(post.clone(), "/inbox/read", Some(&alice), Some(json!({"ids": [first]})), 200).await;
+    api.call(post.clone(), "/inbox/read", Some(&alice), Some(json!({"all": true})), 200).await;
+    api.call(post.clone(), "/inbox/read", Some(&alice), Some(json!({"ids": []})), 400).await;
+    api.call(post.clone(), "/inbox/read", Some(&alice), Some(json!({"ids": "x"})), 422).await;
+    api.call(post.clone(), "/inbox/read", None, Some(json!({"all": true})), 401).await;
+
     // Reads: the topic page and its cache validators.
     let page = api.raw(get.clone(), &format!("/topics/{t}"), |r| r, 200).await;
     let etag = page.header("etag").expect("etag").to_owned();

@@ -379,3 +379,48 @@ test('a deep thread shows ten levels and a link that continues it, with JavaScri
   assert.deepEqual([...page.errors, ...watcher.errors], []);
   await on.close();
 });
+
+test('reply, then the inbox badge: a reply and a mention raise the count live; the inbox page lists them and marks them read', async () => {
+  const context = await browser.newContext();
+  const page = await open(context);
+  const carol = 'carol' + run;
+  await register(page, carol);
+  const inbox = page.locator('#inbox-link');
+  assert.equal(await inbox.innerText(), 'Inbox');
+  await page.goto(BASE + '/submit?c=rust');
+  await page.getByLabel('Title').fill('Lifetimes in async closures');
+  await Promise.all([page.waitForURL(/\/t\/\d+$/), page.getByRole('button', { name: 'Submit' }).click()]);
+  const topicId = Number(new URL(page.url()).pathname.split('/').pop());
+  // Signed in, one stream carries the topic and the inbox.
+  const subscribed = page.waitForResponse((r) => r.url().includes('/inbox/live'));
+  await page.reload();
+  await subscribed;
+  await markNoReload(page);
+
+  // Someone replies to Carol's topic: the reply shows up and the badge counts it, without a reload.
+  const reply = await api('POST', `/topics/${topicId}/posts`, { body: 'Try `async move` and a boxed future.' });
+  await page.locator('#p' + reply.id).waitFor({ timeout: 10000 });
+  await page.waitForFunction(() => document.getElementById('inbox-link').textContent === 'Inbox (1)', null, { timeout: 10000 });
+  // A mention in a reply to someone else's comment counts too.
+  await api('POST', `/topics/${topicId}/posts`, { body: `@${carol} see above`, parent_id: reply.id });
+  await page.waitForFunction(() => document.getElementById('inbox-link').textContent === 'Inbox (2)', null, { timeout: 10000 });
+  await assertNoReload(page);
+  const mention = page.locator('#thread .post').filter({ hasText: 'see above' }).locator(`a[href="/u/${carol}"]`);
+  assert.equal(await mention.innerText(), '@' + carol, 'the mention links to the profile');
+
+  // The inbox page: newest first, each linking to its comment; mark all read.
+  await Promise.all([page.waitForURL(BASE + '/inbox'), inbox.click()]);
+  assert.equal(await page.locator('#inbox-link').innerText(), 'Inbox (2)');
+  const items = page.locator('ul.inbox li');
+  assert.equal(await items.count(), 2);
+  assert.match(await items.nth(0).innerText(), /mentioned you/);
+  assert.match(await items.nth(1).innerText(), /replied to you/);
+  await Promise.all([page.waitForURL(BASE + '/inbox'), page.getByRole('button', { name: 'Mark all read' }).click()]);
+  assert.equal(await page.locator('#inbox-link').innerText(), 'Inbox');
+  assert.equal(await page.locator('ul.inbox li.unread').count(), 0);
+  await Promise.all([page.waitForURL(new RegExp(`/t/${topicId}\\?thread=${reply.id}#p${reply.id}$`)), items.nth(1).locator('a').last().click()]);
+  await page.locator('#p' + reply.id).waitFor();
+  assert.deepEqual(page.dialogs, []);
+  assert.deepEqual(page.errors, []);
+  await context.close();
+});

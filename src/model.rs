@@ -103,6 +103,10 @@ pub struct Topic {
     pub community_id: i64,
     #[serde(skip)]
     pub author_id: i64,
+    /// The inbox notifications this new topic wrote (its mentions), for
+    /// the live channel. Set only on a topic just created.
+    #[serde(skip)]
+    pub inbox: Vec<Notified>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

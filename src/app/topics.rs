@@ -42,8 +42,12 @@ pub async fn create_topic<S: Store>(
     let body = text::render_some(new.body).await?;
     let new = NewTopic { community: new.community, title: new.title, body, url: new.url };
     commit(state, move |st| async move {
-        let topic = st.store.create_topic(&user, new).await?;
+        let mut topic = st.store.create_topic(&user, new).await?;
+        let notified = std::mem::take(&mut topic.inbox);
         apply(&st, Change::TopicCreated { topic: topic.clone() });
+        if !notified.is_empty() {
+            apply(&st, Change::Inbox { notified });
+        }
         Ok(topic)
     })
     .await

@@ -20,7 +20,7 @@ pub const MAX_MARK_IDS: usize = 100;
 pub enum NoticeKind {
     /// A reply to the user's topic or post.
     Reply,
-    /// `@name` in a post.
+    /// `@name` in a post or in a topic's text.
     Mention,
     /// A private message (not sent by anything yet: the kind is reserved).
     Message,

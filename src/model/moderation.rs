@@ -292,6 +292,7 @@ mod tests {
             post_count: 2,
             community_id: 9,
             author_id: 10,
+            inbox: Vec::new(),
         }
     }
 

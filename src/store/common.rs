@@ -5,7 +5,7 @@
 
 use crate::model::inbox::{EXCERPT_CHARS, MAX_MENTIONS, moderation_excerpt};
 use crate::model::policy::{self, Refusal};
-use crate::model::{ModAction, NewNotice, NoticeKind, Notified, Post, Reason, Timestamp, Topic, User};
+use crate::model::{ModAction, NewNotice, NoticeKind, Notified, Post, Reason, Text, Timestamp, Topic, User};
 use crate::store::{Cursor, NewPost, StoreError, TopicPage, TopicSort};
 
 /// A refusal is the `StoreError` of the same name, with the same message:
@@ -52,19 +52,20 @@ pub fn new_reply(
     }
 }
 
-/// The names a new post mentions that are worth looking up: the first
+/// The names a new body mentions that are worth looking up: the first
 /// `MAX_MENTIONS` (`policy::reply_notices` notifies no more).
-pub fn mentioned_names(new: &NewPost) -> &[String] {
-    let names = new.body.mentions();
+pub fn mentioned_names(body: &Text) -> &[String] {
+    let names = body.mentions();
     &names[..names.len().min(MAX_MENTIONS)]
 }
 
-/// The notifications new post `post_id` writes (`policy::reply_notices`):
-/// `mentioned` are the ids of the existing users it mentions.
-pub fn post_notices(
+/// The notifications a new post (`post_id`) or topic (`None`) writes
+/// (`policy::reply_notices`): `replied_to` is whom a post replies to,
+/// `mentioned` the ids of the existing users its body mentions.
+pub fn new_notices(
     author: &User,
-    new: &NewPost,
-    post_id: i64,
+    (topic_id, post_id): (i64, Option<i64>),
+    body: &Text,
     replied_to: Option<i64>,
     mentioned: &[i64],
 ) -> Vec<NewNotice> {
@@ -72,15 +73,15 @@ pub fn post_notices(
     if notices.is_empty() {
         return Vec::new();
     }
-    let excerpt = crate::markdown::excerpt(new.body.as_str(), EXCERPT_CHARS);
+    let excerpt = crate::markdown::excerpt(body.as_str(), EXCERPT_CHARS);
     notices
         .into_iter()
         .map(|(user_id, kind)| NewNotice {
             user_id,
             kind,
             from_id: Some(author.id),
-            topic_id: Some(new.topic_id),
-            post_id: Some(post_id),
+            topic_id: Some(topic_id),
+            post_id,
             excerpt: excerpt.clone(),
         })
         .collect()

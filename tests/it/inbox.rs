@@ -76,6 +76,18 @@ async fn notifications_are_written<S: Store>(app: &TestApp<S>) -> Story {
     let (status, _) = app.post(&format!("/api/v1/topics/{topic}/lock"), Some(&app.admin_token), json!({})).await;
     assert_eq!(status, 204);
     assert_eq!(kinds(&inbox(app, &alice, "").await)[0], ("moderation".to_owned(), 0));
+
+    // A topic's text mentions too (its author aside): no post, the topic.
+    let new = json!({"title": "For Carol", "body": "@carol and @bob, look"});
+    let (status, created) = app.post("/api/v1/communities/raspi/topics", Some(&bob), new).await;
+    assert_eq!(status, 201, "{created}");
+    let page = inbox(app, &carol, "").await;
+    assert_eq!(kinds(&page)[0], ("mention".to_owned(), 0));
+    assert_eq!(
+        (&page["items"][0]["topic_id"], &page["items"][0]["excerpt"]),
+        (&created["id"], &json!("@carol and @bob, look"))
+    );
+    assert_eq!(inbox(app, &bob, "?unread=true").await["unread"], 2, "Bob's own mention is not news");
     Story { alice, bob, carol, topic }
 }
 
@@ -96,7 +108,7 @@ async fn paging_and_marking_read<S: Store>(app: &TestApp<S>, story: &Story) {
         let (status, body) = app.post("/api/v1/inbox/read", Some(bob), json!({"ids": [newest, carols]})).await;
         assert_eq!((status, body), (200, json!({"unread": 1})), "idempotent");
     }
-    assert_eq!(inbox(app, carol, "").await["unread"], 1);
+    assert_eq!(inbox(app, carol, "").await["unread"], 2);
     let unread = inbox(app, bob, "?unread=true").await;
     assert_eq!(unread["items"].as_array().map(Vec::len), Some(1));
     assert_eq!(unread["items"][0]["read"], false);

@@ -46,6 +46,7 @@ pub fn topic_row(r: &Row) -> StoreResult<Topic> {
         post_count: col(r, 10)?,
         community_id: col(r, 12)?,
         author_id: col(r, 13)?,
+        inbox: Vec::new(),
     })
 }
 

@@ -103,7 +103,15 @@ pub async fn create_topic(
         ],
     )
     .await?;
-    reads::topic(c, col(&row, 0)?).await
+    let id: i64 = col(&row, 0)?;
+    // Its mentions' notifications, in this transaction.
+    let mut notified = Vec::new();
+    if let Some(body) = &new.body {
+        let mentioned = super::inbox::user_ids(c, common::mentioned_names(body)).await?;
+        let notices = common::new_notices(author, (id, None), body, None, &mentioned);
+        notified = super::inbox::notify(c, &notices, now).await?;
+    }
+    Ok(Topic { inbox: notified, ..reads::topic(c, id).await? })
 }
 
 /// A topic's facts from its columns `deleted, removed, locked, author_id,
@@ -256,8 +264,8 @@ pub async fn create_post(
     let id: i64 = col(&row, 0)?;
     exec(c, "UPDATE topics SET post_count = post_count + 1 WHERE id = $1", &[&new.topic_id]).await?;
     // Its notifications, in this transaction.
-    let mentioned = super::inbox::user_ids(c, common::mentioned_names(new)).await?;
-    let notices = common::post_notices(author, new, id, replied_to, &mentioned);
+    let mentioned = super::inbox::user_ids(c, common::mentioned_names(&new.body)).await?;
+    let notices = common::new_notices(author, (new.topic_id, Some(id)), &new.body, replied_to, &mentioned);
     let notified = super::inbox::notify(c, &notices, now).await?;
     Ok(common::new_reply(id, author, new, html, now, replied_to, notified))
 }

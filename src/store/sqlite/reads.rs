@@ -41,6 +41,7 @@ pub fn topic_row(r: &Row<'_>) -> rusqlite::Result<Topic> {
         post_count: r.get(10)?,
         community_id: r.get(12)?,
         author_id: r.get(13)?,
+        inbox: Vec::new(),
     })
 }
 

@@ -98,7 +98,14 @@ pub fn create_topic(
         ])
     })
     .map_err(map_err)?;
-    reads::topic(conn, conn.last_insert_rowid())
+    let id = conn.last_insert_rowid();
+    // Its mentions' notifications, in this transaction.
+    let mut notified = Vec::new();
+    if let Some(body) = &new.body {
+        let mentioned = super::inbox::user_ids(conn, common::mentioned_names(body))?;
+        notified = super::inbox::notify(conn, &common::new_notices(author, (id, None), body, None, &mentioned), now)?;
+    }
+    Ok(Topic { inbox: notified, ..reads::topic(conn, id)? })
 }
 
 /// A topic's facts from its columns `deleted, removed, locked, author_id,
@@ -226,8 +233,9 @@ pub fn create_post(
     conn.prepare_cached("UPDATE topics SET post_count = post_count + 1 WHERE id = ?1")
         .and_then(|mut s| s.execute([new.topic_id]))
         .map_err(map_err)?;
-    let mentioned = super::inbox::user_ids(conn, common::mentioned_names(new))?;
-    let notified = super::inbox::notify(conn, &common::post_notices(author, new, id, replied_to, &mentioned), now)?;
+    let mentioned = super::inbox::user_ids(conn, common::mentioned_names(&new.body))?;
+    let notices = common::new_notices(author, (new.topic_id, Some(id)), &new.body, replied_to, &mentioned);
+    let notified = super::inbox::notify(conn, &notices, now)?;
     Ok((id, replied_to, notified))
 }
 

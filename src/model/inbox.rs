@@ -11,6 +11,10 @@ use super::{ModAction, Timestamp};
 pub const EXCERPT_CHARS: usize = 140;
 /// Most users one post notifies of a mention (more names are ignored).
 pub const MAX_MENTIONS: usize = 10;
+/// Unread notifications are counted up to this many: the count is read
+/// on every signed-in page view and, on the writer, for every notification
+/// written, so its cost stays bounded however many a user leaves unread.
+pub const MAX_UNREAD: i64 = 1000;
 /// Most ids one request may mark read.
 pub const MAX_MARK_IDS: usize = 100;
 
@@ -81,7 +85,7 @@ pub struct NewNotice {
 pub struct InboxPage {
     pub items: Vec<Notice>,
     /// How many of the user's notifications are unread (all of them, not
-    /// just this page's).
+    /// just this page's), up to `MAX_UNREAD`.
     pub unread: i64,
     /// The cursor of the next page (the last item's id), when there is one.
     pub next: Option<i64>,

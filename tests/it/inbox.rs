@@ -166,3 +166,25 @@ async fn replies_mentions_and_moderation_fill_the_inbox_on_postgres_and_survive_
     errors(&app, &story.carol).await;
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_unread_count_stops_at_a_thousand() {
+    use pith::model::{Body, Text};
+    let app = spawn_app().await;
+    app.community("raspi").await;
+    let alice = app.user("alice").await;
+    let topic = app.topic("raspi", &alice, "Popular").await;
+    let store = &app.state.store;
+    let bob = store.create_user(pith::model::Username::parse("bob").expect("name"), None, false).await.expect("bob");
+    let replies = (0..1001).map(|i| {
+        let body = Text::render(Body::parse(&format!("reply {i}")).expect("body"));
+        store.create_post(&bob, pith::store::NewPost { topic_id: topic, parent_id: None, body })
+    });
+    for post in futures_util::future::join_all(replies).await {
+        post.expect("reply");
+    }
+    let page = inbox(&app, &alice, "?limit=1").await;
+    assert_eq!(page["unread"], 1000);
+    assert!(page["items"][0]["excerpt"].as_str().is_some_and(|e| e.starts_with("reply ")), "{page}");
+    app.stop().await;
+}

@@ -7,6 +7,7 @@ use tokio_postgres::Row;
 
 use super::conn::{all, col, exec, one, opt};
 use super::moderation::page;
+use crate::model::inbox::MAX_UNREAD;
 use crate::model::{InboxPage, MarkRead, NewNotice, Notice, NoticeKind, Notified, Timestamp};
 use crate::store::{ListInbox, StoreResult};
 
@@ -44,8 +45,10 @@ pub async fn notify(c: &impl GenericClient, notices: &[NewNotice], now: Timestam
     Ok(out)
 }
 
+/// The user's unread count, up to `MAX_UNREAD`.
 pub async fn unread(c: &impl GenericClient, user_id: i64) -> StoreResult<i64> {
-    col(&one(c, "SELECT count(*) FROM notifications WHERE user_id = $1 AND NOT read", &[&user_id]).await?, 0)
+    let sql = "SELECT count(*) FROM (SELECT 1 FROM notifications WHERE user_id = $1 AND NOT read LIMIT $2) AS u";
+    col(&one(c, sql, &[&user_id, &MAX_UNREAD]).await?, 0)
 }
 
 fn notice_row(r: &Row) -> StoreResult<Notice> {

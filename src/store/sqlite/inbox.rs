@@ -5,6 +5,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::conn::map_err;
+use crate::model::inbox::MAX_UNREAD;
 use crate::model::{InboxPage, MarkRead, NewNotice, Notice, NoticeKind, Notified, Timestamp};
 use crate::store::{ListInbox, StoreResult};
 
@@ -44,9 +45,10 @@ pub fn notify(conn: &Connection, notices: &[NewNotice], now: Timestamp) -> Store
     Ok(out)
 }
 
+/// The user's unread count, up to `MAX_UNREAD`.
 pub fn unread(conn: &Connection, user_id: i64) -> StoreResult<i64> {
-    conn.prepare_cached("SELECT count(*) FROM notifications WHERE user_id = ?1 AND read = 0")
-        .and_then(|mut s| s.query_row([user_id], |r| r.get(0)))
+    conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM notifications WHERE user_id = ?1 AND read = 0 LIMIT ?2)")
+        .and_then(|mut s| s.query_row(params![user_id, MAX_UNREAD], |r| r.get(0)))
         .map_err(map_err)
 }
 

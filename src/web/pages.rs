@@ -64,7 +64,7 @@ impl Listing {
         if !fits {
             return Err(bad("that page link belongs to another sort order"));
         }
-        Ok(Listing { sort, t, query: ListTopics { community, sort: order, after, limit: PAGE } })
+        Ok(Listing { sort, t, query: ListTopics { community, sort: order, after, limit: PAGE, hide_blocked_by: None } })
     }
 }
 

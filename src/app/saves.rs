@@ -81,3 +81,15 @@ pub async fn marks<S: Store>(state: &AppState<S>, user: &User, topic: i64, posts
         }
     }
 }
+
+/// `user`'s votes on the listed topics, as (topic, vote); none when the
+/// read fails, as with `marks`.
+pub async fn topic_votes<S: Store>(state: &AppState<S>, user: &User, topics: Vec<i64>) -> Vec<(i64, i8)> {
+    if topics.is_empty() {
+        return Vec::new();
+    }
+    state.store.topic_votes(user.id, topics).await.unwrap_or_else(|e| {
+        AppError::from(e).report();
+        Vec::new()
+    })
+}

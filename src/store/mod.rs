@@ -348,6 +348,10 @@ pub trait Store: Send + Sync + 'static {
     /// (the posts of the page shown): the personal layer of a topic page.
     fn marks(&self, user_id: i64, topic: i64, posts: Vec<i64>) -> impl Future<Output = StoreResult<Marks>> + Send;
 
+    /// The user's votes on those of `topics` they voted on: the personal
+    /// layer of a listing page.
+    fn topic_votes(&self, user_id: i64, topics: Vec<i64>) -> impl Future<Output = StoreResult<Vec<(i64, i8)>>> + Send;
+
     // Moderation. Permissions are checked by the store, in the transaction
     // that acts: site admins everywhere, moderators in their communities.
     /// Is `user_id` a moderator of the community (admins aside)?

@@ -162,6 +162,14 @@ async fn listing<S: Store>(
         Vec::new()
     };
     let next = page.next.map(|c| format!("{base}?sort={}&t={}&after={}", l.sort, l.t, c.encode()));
+    let mut rows: Vec<TopicRow> = page.topics.iter().map(TopicRow::of).collect();
+    if let Some(user) = &ctx.user {
+        // The personal layer: this reader's votes on the rows shown.
+        let votes = saves::topic_votes(state, user, rows.iter().map(|r| r.id).collect()).await;
+        for row in &mut rows {
+            row.vote = votes.iter().find(|(id, _)| *id == row.id).map_or(0, |(_, v)| *v);
+        }
+    }
     let title = match &community {
         Some(c) => format!("{} · Pith", c.title),
         None => "Pith".to_owned(),
@@ -173,7 +181,7 @@ async fn listing<S: Store>(
         community,
         tabs,
         windows,
-        rows: page.topics.iter().map(TopicRow::of).collect(),
+        rows,
         next,
         feed,
         moderators: moderators.into_iter().map(|m| m.name).collect(),

@@ -35,6 +35,8 @@ pub struct TopicRow {
     pub post_count: i64,
     pub created: Time,
     pub locked: bool,
+    /// The signed-in viewer's own vote on it (-1, 0, 1); 0 when signed out.
+    pub vote: i8,
 }
 
 impl TopicRow {
@@ -50,6 +52,7 @@ impl TopicRow {
             post_count: t.post_count,
             created: Time::of(t.created_at),
             locked: t.locked,
+            vote: 0,
         }
     }
 

@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 
+use pith::model::Marks;
 use pith::store::Store;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -158,6 +159,57 @@ async fn blocking_story<S: Store>(app: &TestApp<S>) {
         assert_eq!(status(app, Method::DELETE, "/api/v1/communities/raspi/block", Some(&alice)).await, 204);
     }
     assert_eq!(front(Some(alice.clone())).await, [uno, pi]);
+}
+
+/// The personal layer's reads (`Store::marks`, `Store::topic_votes`): a
+/// reader's own votes and saves on a topic and the posts of a page.
+async fn marks_story<S: Store>(app: &TestApp<S>) {
+    app.community("raspi").await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let me = app.send(Method::GET, "/api/v1/auth/me", Some(&alice), None).await.1;
+    let alice_id = me["id"].as_i64().expect("id");
+    let topic = app.topic("raspi", &bob, "Marks").await;
+    let other = app.topic("raspi", &bob, "Other").await;
+    let (p1, p2, p3) = (
+        app.reply(topic, &bob, None, "one").await,
+        app.reply(topic, &bob, None, "two").await,
+        app.reply(topic, &bob, None, "three").await,
+    );
+    let store = &app.state.store;
+    assert_eq!(store.marks(alice_id, topic, vec![p1, p2, p3]).await.expect("marks"), Marks::default());
+    app.vote("topics", topic, &alice, 1).await;
+    app.vote("topics", other, &alice, -1).await;
+    app.vote("posts", p1, &alice, -1).await;
+    app.vote("posts", p3, &alice, 1).await;
+    app.vote("posts", p2, &bob, 1).await;
+    assert_eq!(status(app, Method::POST, &format!("/api/v1/posts/{p2}/save"), Some(&alice)).await, 204);
+    let mut marks = store.marks(alice_id, topic, vec![p1, p2]).await.expect("marks");
+    marks.post_votes.sort();
+    assert_eq!(
+        marks,
+        Marks { topic_vote: 1, topic_saved: false, post_votes: vec![(p1, -1)], posts_saved: vec![p2] },
+        "only the posts asked about, only alice's"
+    );
+    let mut votes = store.topic_votes(alice_id, vec![topic, other, 999_999]).await.expect("votes");
+    votes.sort();
+    assert_eq!(votes, [(topic, 1), (other, -1)]);
+    assert!(store.topic_votes(alice_id, Vec::new()).await.expect("none").is_empty());
+}
+
+#[tokio::test]
+async fn a_readers_marks_are_their_own_votes_and_saves_on_what_a_page_shows() {
+    let app = spawn_app().await;
+    marks_story(&app).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn marks_on_postgres() {
+    let db = TestDb::create().await;
+    let app = spawn_pg_app(&db).await;
+    marks_story(&app).await;
+    app.stop().await;
 }
 
 #[tokio::test]

@@ -273,6 +273,11 @@ impl Store for PgStore {
         read!(self, |c| saves::marks(c, user_id, topic, &posts))
     }
 
+    async fn topic_votes(&self, user_id: i64, topics: Vec<i64>) -> StoreResult<Vec<(i64, i8)>> {
+        let client = get(&self.pool).await?;
+        saves::topic_votes(&client, user_id, &topics).await
+    }
+
     async fn is_moderator(&self, user_id: i64, community_id: i64) -> StoreResult<bool> {
         let client = get(&self.pool).await?;
         moderation::is_moderator(&client, user_id, community_id).await

@@ -161,3 +161,14 @@ pub async fn marks(c: &impl GenericClient, user_id: i64, topic: i64, posts: &[i6
     }
     Ok(marks)
 }
+
+pub async fn topic_votes(c: &impl GenericClient, user_id: i64, topics: &[i64]) -> StoreResult<Vec<(i64, i8)>> {
+    let topics = topics.to_vec();
+    let rows = all(
+        c,
+        "SELECT target_id, value FROM votes WHERE user_id = $1 AND kind = 0 AND target_id = ANY($2)",
+        &[&user_id, &topics],
+    )
+    .await?;
+    rows.iter().map(|r| Ok((col(r, 0)?, col::<i64>(r, 1)?.clamp(-1, 1) as i8))).collect()
+}

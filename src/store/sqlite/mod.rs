@@ -351,6 +351,10 @@ impl Store for SqliteStore {
         self.readers.read(move |c| saves::marks(c, user_id, topic, &posts)).await
     }
 
+    async fn topic_votes(&self, user_id: i64, topics: Vec<i64>) -> StoreResult<Vec<(i64, i8)>> {
+        self.readers.read(move |c| saves::topic_votes(c, user_id, &topics)).await
+    }
+
     async fn is_moderator(&self, user_id: i64, community_id: i64) -> StoreResult<bool> {
         self.readers.read(move |c| moderation::is_moderator(c, user_id, community_id)).await
     }

@@ -158,3 +158,15 @@ pub fn marks(conn: &Connection, user_id: i64, topic: i64, posts: &[i64]) -> Stor
     }
     Ok(marks)
 }
+
+pub fn topic_votes(conn: &Connection, user_id: i64, topics: &[i64]) -> StoreResult<Vec<(i64, i8)>> {
+    let ids = serde_json::to_string(topics).map_err(|e| StoreError::Internal(e.to_string()))?;
+    conn.prepare_cached(
+        "SELECT target_id, value FROM votes \
+         WHERE user_id = ?1 AND kind = 0 AND target_id IN (SELECT value FROM json_each(?2))",
+    )
+    .and_then(|mut s| {
+        s.query_map(params![user_id, ids], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.clamp(-1, 1) as i8)))?.collect()
+    })
+    .map_err(map_err)
+}

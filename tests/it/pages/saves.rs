@@ -28,6 +28,16 @@ async fn a_signed_in_reader_sees_their_own_votes_after_a_reload_and_the_cached_p
     let (mut other, _) = signed_in(&app, "other").await;
     assert!(!text(&other.get(&path).await).contains(" on\" form=\"vf\""), "votes are each reader's own");
 
+    // The listings mark it too: the front page and the community's.
+    for listing in ["/", "/c/rust"] {
+        let html = text(&alice.get(listing).await);
+        assert!(
+            html.contains(&format!("class=\"vote up on\" form=\"vf\" formaction=\"/t/{topic}/vote\"")),
+            "{listing}"
+        );
+    }
+    assert!(!text(&Browser::new(&app).get("/").await).contains(" on\" form=\"vf\""));
+
     // Withdrawn: no longer marked.
     app.vote("topics", topic, &token, 0).await;
     let html = text(&alice.get(&path).await);

@@ -12,12 +12,14 @@ pub const TABLES: &[&str] = &[
     "topics",
     "posts",
     "votes",
+    "saves",
     "moderators",
     "bans",
     "reports",
     "mod_log",
     "site",
     "invites",
+    "community_blocks",
 ];
 
 /// Tables the schema itself fills (one settings row), which a new database

@@ -13,6 +13,8 @@ use reqwest::Method;
 
 use crate::support::helpers::{Reply, TestApp, fetch, spawn_app, spawn_app_limited};
 
+/// Issue 21's own votes after a reload, saves and community blocks.
+mod saves;
 /// Issue 26's regressions: edit forms, CSRF by cookie tossing, redirects.
 mod security;
 /// Issue 26's sessions: the settings page, idle expiry.

@@ -17,8 +17,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("../../../migrations/postgres/0002_moderation.sql")),
     (3, include_str!("../../../migrations/postgres/0003_rendered_and_search.sql")),
     (4, include_str!("../../../migrations/postgres/0004_sessions_and_lookalikes.sql")),
-    // 5 is the inbox's (issue #21), merged in its own branch.
-    (6, include_str!("../../../migrations/postgres/0006_saves_and_blocks.sql")),
+    (5, include_str!("../../../migrations/postgres/0005_saves_and_blocks.sql")),
 ];
 
 /// Any number: every node takes this advisory lock to migrate, so nodes

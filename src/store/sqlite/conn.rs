@@ -15,8 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0003_rendered_and_search.sql"),
     include_str!("../../../migrations/sqlite/0004_search_queue.sql"),
     include_str!("../../../migrations/sqlite/0005_sessions_and_lookalikes.sql"),
-    // 0006 is the inbox's (issue #21), merged in its own branch.
-    include_str!("../../../migrations/sqlite/0007_saves_and_blocks.sql"),
+    include_str!("../../../migrations/sqlite/0006_saves_and_blocks.sql"),
 ];
 
 /// Which job a connection does; each gets different pragmas.

@@ -680,36 +680,10 @@ pub(crate) mod tests {
     /// change: only these tags and attributes, only http, https and
     /// mailto links (or relative ones), no comments, `rel` on every link.
     pub(crate) fn sanitizer() -> Builder<'static> {
-        let tags = [
-            "a",
-            "blockquote",
-            "br",
-            "code",
-            "del",
-            "em",
-            "h1",
-            "h2",
-            "h3",
-            "h4",
-            "h5",
-            "h6",
-            "hr",
-            "li",
-            "ol",
-            "p",
-            "pre",
-            "strong",
-            "table",
-            "tbody",
-            "td",
-            "th",
-            "thead",
-            "tr",
-            "ul",
-        ];
         let attrs = HashMap::from([("a", HashSet::from(["href", "title"])), ("ol", HashSet::from(["start"]))]);
         let mut b = Builder::empty();
-        b.tags(HashSet::from(tags))
+        // The inertness check's list: one allow-list for both checks.
+        b.tags(inert::TAGS.iter().copied().collect())
             .tag_attributes(attrs)
             .generic_attributes(HashSet::new())
             .tag_attribute_values(HashMap::new())

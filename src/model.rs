@@ -10,12 +10,14 @@ mod lookalike;
 mod moderation;
 pub mod paging;
 pub mod policy;
+mod saves;
 mod search;
 mod sessions;
 pub use change::Change;
 pub use inbox::{InboxPage, MarkRead, NewNotice, Notice, NoticeKind, Notified};
 pub use lookalike::NameKeys;
 pub use moderation::*;
+pub use saves::{EXCERPT_CHARS, Marks, Saved, SavedCursor};
 pub use search::SearchHit;
 pub use sessions::{IdleLimits, NewToken, TokenKind, TokenRecord, label};
 

@@ -8,7 +8,7 @@
 //! and the regression replay, so all three hold the output to one rule.
 
 /// Tags the sanitizer may let through.
-const TAGS: &[&str] = &[
+pub const TAGS: &[&str] = &[
     "a",
     "blockquote",
     "br",

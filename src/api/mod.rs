@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod moderation;
 mod openapi;
 pub mod posts;
+mod saves;
 pub mod search;
 pub mod topics;
 pub mod users;
@@ -32,6 +33,8 @@ pub fn body_limit(route: &str) -> usize {
     match route.strip_prefix("/api/v1").unwrap_or(route) {
         // {"value": -1}
         r if r.ends_with("/vote") => KIB,
+        // Saving and blocking read no body.
+        r if r.ends_with("/save") || r.ends_with("/block") => KIB,
         // A username (20) and a password (256), plus an invite code; or two
         // passwords.
         "/auth/register" | "/auth/login" | "/auth/logout" | "/me/password" => 8 * KIB,
@@ -88,6 +91,7 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .merge(moderation::router())
         .merge(admin::router())
         .merge(search::router())
+        .merge(saves::router())
         .merge(openapi::router())
         .merge(live::router());
     api.route_layer(axum::middleware::from_fn(route_body_limit))

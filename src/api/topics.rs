@@ -122,7 +122,7 @@ pub fn parse_list(community: Option<String>, q: ListQuery) -> AppResult<ListTopi
     if !(1..=100).contains(&limit) {
         return Err(bad("limit must be between 1 and 100"));
     }
-    Ok(ListTopics { community, sort, after, limit })
+    Ok(ListTopics { community, sort, after, limit, hide_blocked_by: None })
 }
 
 async fn list(state: &AppState<impl Store>, q: ListTopics) -> AppResult<Response> {
@@ -131,11 +131,20 @@ async fn list(state: &AppState<impl Store>, q: ListTopics) -> AppResult<Response
     Ok(axum::Json(ListResponse { topics: page.topics, next }).into_response())
 }
 
+/// The front page. With a valid bearer token it leaves out the
+/// communities the token's user blocked; without one (or with one that is
+/// not valid) it is the public listing, as before blocks existed.
 async fn list_front<S: Store>(
     axum::extract::State(state): axum::extract::State<AppState<S>>,
     Query(q): Query<ListQuery>,
+    mut parts: axum::http::request::Parts,
 ) -> AppResult<Response> {
-    list(&state, parse_list(None, q)?).await
+    use axum::extract::FromRequestParts;
+    let mut listing = parse_list(None, q)?;
+    if parts.headers.contains_key(header::AUTHORIZATION) {
+        listing.hide_blocked_by = AuthUser::from_request_parts(&mut parts, &state).await.ok().map(|a| a.user.id);
+    }
+    list(&state, listing).await
 }
 
 async fn list_community<S: Store>(

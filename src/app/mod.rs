@@ -9,6 +9,8 @@
 //!   revoking them, changing the password.
 //! - `topics`, `posts`, `votes`, `moderation`, `communities`: the writes
 //!   of the forum.
+//! - `saves`: saving topics and posts, blocking communities, a reader's
+//!   own votes and saves on a topic page.
 //! - `inbox`: a user's notifications, their unread count, marking read.
 //! - `site`: site settings, invites, the first administrator.
 //! - `read`: a topic's rendered, cached answer; `text`: Markdown rendered
@@ -29,6 +31,7 @@ pub mod limits;
 pub mod moderation;
 pub mod posts;
 pub mod read;
+pub mod saves;
 pub mod sessions;
 pub mod site;
 pub mod text;

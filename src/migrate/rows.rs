@@ -12,6 +12,7 @@ pub const TABLES: &[&str] = &[
     "topics",
     "posts",
     "votes",
+    "saves",
     "moderators",
     "bans",
     "reports",
@@ -19,6 +20,7 @@ pub const TABLES: &[&str] = &[
     "notifications",
     "site",
     "invites",
+    "community_blocks",
 ];
 
 /// Tables the schema itself fills (one settings row), which a new database

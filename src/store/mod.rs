@@ -15,9 +15,9 @@ use std::future::Future;
 
 use crate::model::paging::PageLimit;
 use crate::model::{
-    Ban, Community, CommunityName, InboxPage, Invite, Link, MarkRead, ModAction, ModLogEntry, Moderated, NewToken,
-    Post, Profile, Reason, Report, ReportStatus, SiteSettings, Text, Timestamp, Title, TokenKind, TokenRecord, Topic,
-    User, Username, VoteOutcome, VoteTarget,
+    Ban, Community, CommunityName, InboxPage, Invite, Link, MarkRead, Marks, ModAction, ModLogEntry, Moderated,
+    NewToken, Post, Profile, Reason, Report, ReportStatus, Saved, SavedCursor, SiteSettings, Text, Timestamp, Title,
+    TokenKind, TokenRecord, Topic, User, Username, VoteOutcome, VoteTarget,
 };
 
 pub use cursor::Cursor;
@@ -109,6 +109,9 @@ pub struct ListTopics {
     pub sort: TopicSort,
     pub after: Option<Cursor>,
     pub limit: usize,
+    /// Leaves out the communities this user blocked (a signed-in reader's
+    /// front page); `None` lists them all.
+    pub hide_blocked_by: Option<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -160,6 +163,13 @@ pub struct NewBan {
     pub reason: Reason,
     /// `None`: permanent.
     pub expires_at: Option<Timestamp>,
+}
+
+/// One page of a user's saved items, newest first.
+#[derive(Debug, Clone)]
+pub struct SavedPage {
+    pub items: Vec<Saved>,
+    pub next: Option<SavedCursor>,
 }
 
 /// One page of a community's reports, newest first.
@@ -319,6 +329,38 @@ pub trait Store: Send + Sync + 'static {
         target: VoteTarget,
         value: i8,
     ) -> impl Future<Output = StoreResult<VoteOutcome>> + Send;
+
+    // Saves and community blocks: each the user's own, so no rule but
+    // that the item or community exists.
+    /// Saves (`saved`) or unsaves the topic or post; `NotFound` when it
+    /// does not exist. Returns whether anything changed: saving again
+    /// keeps the first time.
+    fn set_saved(&self, user: &User, target: VoteTarget, saved: bool)
+    -> impl Future<Output = StoreResult<bool>> + Send;
+    /// One page of the user's saved items, newest first, as stored.
+    fn saved(
+        &self,
+        user_id: i64,
+        after: Option<SavedCursor>,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<SavedPage>> + Send;
+    /// Blocks (`blocked`) or unblocks the community by name; `NotFound`
+    /// when there is none. Returns whether anything changed.
+    fn set_blocked(
+        &self,
+        user: &User,
+        community: String,
+        blocked: bool,
+    ) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// The names of the communities the user blocked, by name.
+    fn blocked(&self, user_id: i64) -> impl Future<Output = StoreResult<Vec<String>>> + Send;
+    /// The user's votes and saves on the topic and on those of `posts`
+    /// (the posts of the page shown): the personal layer of a topic page.
+    fn marks(&self, user_id: i64, topic: i64, posts: Vec<i64>) -> impl Future<Output = StoreResult<Marks>> + Send;
+
+    /// The user's votes on those of `topics` they voted on: the personal
+    /// layer of a listing page.
+    fn topic_votes(&self, user_id: i64, topics: Vec<i64>) -> impl Future<Output = StoreResult<Vec<(i64, i8)>>> + Send;
 
     // Moderation. Permissions are checked by the store, in the transaction
     // that acts: site admins everywhere, moderators in their communities.

@@ -77,7 +77,7 @@ async fn feed<S: Store>(state: &AppState<S>, name: Option<String>) -> AppResult<
         None => ("Pith".to_owned(), "/".to_owned()),
     };
     let community = name.map(|n| n.to_ascii_lowercase());
-    let q = ListTopics { community, sort: TopicSort::New, after: None, limit: ENTRIES };
+    let q = ListTopics { community, sort: TopicSort::New, after: None, limit: ENTRIES, hide_blocked_by: None };
     let topics = state.store.list_topics(q).await?.topics;
     let newest = topics.iter().map(|t| t.edited_at.unwrap_or(t.created_at)).max().unwrap_or(Timestamp(0));
     let entries = topics

@@ -12,6 +12,8 @@
 //! - `topic`: the topic page (cached for signed-out readers) and the
 //!   single-post fragment.
 //! - `reply`: replying and voting.
+//! - `saves`: saving topics and comments, the saved page, blocking a
+//!   community from the front page.
 //! - `write`: submitting, editing and deleting topics and posts.
 //! - `moderate`: removing, restoring, locking; reports and the queue; the
 //!   moderation log.
@@ -34,6 +36,7 @@ mod inbox;
 mod moderate;
 mod pages;
 mod reply;
+mod saves;
 pub mod session;
 mod settings;
 pub mod setup;
@@ -88,6 +91,10 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/t/{id}/p/{post}/delete", post(write::delete_post::<S>))
         .route("/t/{id}/p/{post}/moderate", post(moderate::post::<S>))
         .route("/p/{post}/vote", post(reply::vote::<S>))
+        .route("/t/{id}/save", post(saves::save::<S>))
+        .route("/p/{post}/save", post(saves::save::<S>))
+        .route("/saved", get(saves::page::<S>))
+        .route("/c/{name}/block", post(saves::block::<S>))
         .route("/c/{name}/reports", get(moderate::reports::<S>))
         .route("/c/{name}/reports/{id}", post(moderate::resolve::<S>))
         .route("/c/{name}/modlog", get(moderate::community_log::<S>))

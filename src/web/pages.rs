@@ -9,9 +9,9 @@ use serde::Deserialize;
 
 use super::view::{PostView, Time, TopicRow};
 use super::{Ctx, Session, error_page};
-use crate::app::AppState;
 use crate::app::limits::{Action, ClientIp, Who};
 use crate::app::{AppError, AppResult};
+use crate::app::{AppState, saves};
 use crate::model::{Community, Post, SearchHit, Topic};
 use crate::store::search::MAX_QUERY_CHARS;
 use crate::store::{Cursor, ListTopics, Search, SearchKind, Store, TimeWindow, TopicSort};
@@ -64,7 +64,7 @@ impl Listing {
         if !fits {
             return Err(bad("that page link belongs to another sort order"));
         }
-        Ok(Listing { sort, t, query: ListTopics { community, sort: order, after, limit: PAGE } })
+        Ok(Listing { sort, t, query: ListTopics { community, sort: order, after, limit: PAGE, hide_blocked_by: None } })
     }
 }
 
@@ -90,6 +90,8 @@ struct ListingPage {
     /// The viewer moderates this community (or is an admin): links to its
     /// reports and bans.
     moderator: bool,
+    /// The signed-in viewer blocked this community from their front page.
+    blocked: bool,
 }
 
 pub async fn front<S: Store>(
@@ -137,7 +139,17 @@ async fn listing<S: Store>(
     };
     let moderator =
         community.is_some() && ctx.user.as_ref().is_some_and(|u| u.is_admin || moderators.iter().any(|m| m.id == u.id));
-    let page = state.store.list_topics(l.query.clone()).await?;
+    let mut query = l.query.clone();
+    let mut blocked = false;
+    if let Some(user) = &ctx.user {
+        match &community {
+            // A signed-in reader's front page leaves out what they blocked;
+            // the signed-out one is the same for everyone.
+            None => query.hide_blocked_by = Some(user.id),
+            Some(c) => blocked = saves::blocked(state, user).await?.contains(&c.name),
+        }
+    }
+    let page = state.store.list_topics(query).await?;
     let base = community.as_ref().map_or("/".to_owned(), |c| format!("/c/{}", c.name));
     let tab = |key: &'static str, label| Tab { href: format!("{base}?sort={key}"), label, current: l.sort == key };
     let tabs = vec![tab("hot", "Hot"), tab("new", "New"), tab("top", "Top")];
@@ -150,6 +162,14 @@ async fn listing<S: Store>(
         Vec::new()
     };
     let next = page.next.map(|c| format!("{base}?sort={}&t={}&after={}", l.sort, l.t, c.encode()));
+    let mut rows: Vec<TopicRow> = page.topics.iter().map(TopicRow::of).collect();
+    if let Some(user) = &ctx.user {
+        // The personal layer: this reader's votes on the rows shown.
+        let votes = saves::topic_votes(state, user, rows.iter().map(|r| r.id).collect()).await;
+        for row in &mut rows {
+            row.vote = votes.iter().find(|(id, _)| *id == row.id).map_or(0, |(_, v)| *v);
+        }
+    }
     let title = match &community {
         Some(c) => format!("{} · Pith", c.title),
         None => "Pith".to_owned(),
@@ -161,11 +181,12 @@ async fn listing<S: Store>(
         community,
         tabs,
         windows,
-        rows: page.topics.iter().map(TopicRow::of).collect(),
+        rows,
         next,
         feed,
         moderators: moderators.into_iter().map(|m| m.name).collect(),
         moderator,
+        blocked,
     })
 }
 

@@ -30,10 +30,11 @@ use super::{Ctx, Session, error_page, see_other};
 use crate::app::AppState;
 use crate::app::accounts::blocking;
 use crate::app::read::parse_post_cursor;
+use crate::app::saves;
 use crate::app::{AppError, AppResult};
 use crate::cache::{Audience, Rendered, Variant, respond};
 use crate::model::paging::PageLimit;
-use crate::model::{Post, Restricted, Topic, User, Viewer, redact};
+use crate::model::{Marks, Post, Restricted, Topic, User, Viewer, redact};
 use crate::store::{PostCursor, PostSort, Store};
 
 /// The topic as its page shows it.
@@ -48,6 +49,12 @@ pub struct TopicView {
     pub mine: bool,
     /// The viewer may report it (signed in, someone else's).
     pub report: bool,
+    /// The viewer's own vote on it (-1, 0, 1), from `Marks`.
+    pub vote: i8,
+    /// The viewer saved it.
+    pub saved: bool,
+    /// The viewer may save it (signed in).
+    pub can_save: bool,
 }
 
 impl TopicView {
@@ -60,7 +67,20 @@ impl TopicView {
             deleted: t.deleted,
             mine: !t.deleted && viewer.is_some_and(|u| u.is_admin || u.id == t.author_id),
             report: !t.deleted && !t.removed && viewer.is_some_and(|u| u.id != t.author_id),
+            vote: 0,
+            saved: false,
+            can_save: viewer.is_some(),
         }
+    }
+}
+
+/// Marks the viewer's own votes and saves on the topic and its posts.
+fn mark(t: &mut TopicView, items: &mut [Item], marks: &Marks) {
+    t.vote = marks.topic_vote;
+    t.saved = marks.topic_saved;
+    for p in items.iter_mut().filter_map(|i| i.open.as_mut()) {
+        p.vote = marks.vote_on(p.id);
+        p.saved = marks.saved(p.id);
     }
 }
 
@@ -131,6 +151,9 @@ fn proto(topic_id: i64, user: Option<&User>, moderating: Option<&str>) -> PostVi
         report: user.is_some(),
         moderate: None,
         depth: 0,
+        vote: 0,
+        saved: false,
+        can_save: user.is_some(),
     };
     p.moderated(moderating)
 }
@@ -256,7 +279,7 @@ async fn render_public_page<S: Store>(
         }
         // The same bytes for every visitor, whatever query they came with.
         let here = path_of(id, sort, part);
-        let html = page_html(Ctx::public(here), &read, sort, part, false)?;
+        let html = page_html(Ctx::public(here), &read, sort, part, false, None)?;
         Ok(Arc::new(Rendered::html(html.into_bytes(), restricted)))
     })
     .await?
@@ -275,8 +298,15 @@ pub async fn render_topic_page<S: Store>(
     if !redact(&mut read.topic, &mut read.posts, viewer) {
         return Err(AppError::not_found("topic"));
     }
+    // The personal layer: this viewer's votes and saves on what the page
+    // shows, one small read; the shared signed-out page has none.
+    let marks = match &ctx.user {
+        Some(u) => Some(saves::marks(state, u, id, read.posts.iter().map(|p| p.id).collect()).await),
+        None => None,
+    };
     let page_ctx = ctx.clone();
-    let html = blocking(move || page_html(page_ctx, &read, sort, part, viewer == Viewer::Moderator)).await??;
+    let moderator = viewer == Viewer::Moderator;
+    let html = blocking(move || page_html(page_ctx, &read, sort, part, moderator, marks.as_ref())).await??;
     let mut res = ctx.html(StatusCode::OK, html);
     res.headers_mut().insert(header::LINK, link_canonical(id));
     Ok(res)
@@ -292,7 +322,14 @@ fn sort_key(sort: PostSort) -> &'static str {
 
 /// The page's HTML for `ctx`'s viewer, from a part of a topic already
 /// redacted for them.
-fn page_html(ctx: Ctx, read: &Read, sort: PostSort, part: Part, moderator: bool) -> AppResult<String> {
+fn page_html(
+    ctx: Ctx,
+    read: &Read,
+    sort: PostSort,
+    part: Part,
+    moderator: bool,
+    marks: Option<&Marks>,
+) -> AppResult<String> {
     let topic = &read.topic;
     let id = topic.id;
     let user = ctx.user.as_ref();
@@ -309,9 +346,14 @@ fn page_html(ctx: Ctx, read: &Read, sort: PostSort, part: Part, moderator: bool)
         })
         .collect();
     let moderating = moderator.then_some(topic.community.as_str());
+    let mut t = TopicView::of(topic, user);
+    let mut items = thread(&read.posts, user, moderating, MAX_DEPTH);
+    if let Some(marks) = marks {
+        mark(&mut t, &mut items, marks);
+    }
     let page = TopicPage {
-        t: TopicView::of(topic, user),
-        items: thread(&read.posts, user, moderating, MAX_DEPTH),
+        t,
+        items,
         tabs,
         can_reply: user.is_some() && !topic.deleted && (!topic.locked || moderator),
         moderator,

@@ -35,6 +35,8 @@ pub struct TopicRow {
     pub post_count: i64,
     pub created: Time,
     pub locked: bool,
+    /// The signed-in viewer's own vote on it (-1, 0, 1); 0 when signed out.
+    pub vote: i8,
 }
 
 impl TopicRow {
@@ -50,6 +52,7 @@ impl TopicRow {
             post_count: t.post_count,
             created: Time::of(t.created_at),
             locked: t.locked,
+            vote: 0,
         }
     }
 
@@ -91,6 +94,13 @@ pub struct PostView {
     pub moderate: Option<String>,
     /// Nesting depth, 0 at the top.
     pub depth: usize,
+    /// The viewer's own vote on it (-1, 0, 1): the personal layer of a
+    /// signed-in page (`web::topic`), 0 on the shared signed-out one.
+    pub vote: i8,
+    /// The viewer saved it.
+    pub saved: bool,
+    /// The viewer may save it (signed in).
+    pub can_save: bool,
 }
 
 impl PostView {
@@ -110,6 +120,9 @@ impl PostView {
             report: !p.deleted && !p.removed && viewer.is_some_and(|u| u.id != p.author_id),
             moderate: None,
             depth,
+            vote: 0,
+            saved: false,
+            can_save: viewer.is_some(),
         }
     }
 

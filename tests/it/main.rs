@@ -9,6 +9,8 @@
 //!   changes, `pith user add` and `pith user token`.
 //! - `communities`: list, show, create (admins only).
 //! - `votes`: scores on topics and posts, hot ordering.
+//! - `saves`: saving topics and posts, the saved list, blocking
+//!   communities from the front page, on both stores.
 //! - `listings`: hot/new/top, time windows, cursor walks, limits.
 //! - `moderation`: moderators, removals, locks, bans, reports, the mod log,
 //!   registration modes.
@@ -87,6 +89,7 @@ mod openapi;
 mod pages;
 mod paging;
 mod postgres;
+mod saves;
 mod search;
 mod seeding;
 mod setup;

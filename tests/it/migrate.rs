@@ -21,12 +21,14 @@ const TABLES: &[&str] = &[
     "topics",
     "posts",
     "votes",
+    "saves",
     "moderators",
     "bans",
     "reports",
     "mod_log",
     "site",
     "invites",
+    "community_blocks",
 ];
 
 /// Every row of every table, sorted, as text.
@@ -72,6 +74,9 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
     ok(app.post(&format!("/api/v1/posts/{rude}/remove"), Some(&admin), json!({"reason": "rule 1"})).await);
     ok(app.post("/api/v1/communities/pis/bans", Some(&admin), json!({"username": "bob", "reason": "rude"})).await);
     ok(app.post("/api/v1/admin/invites", Some(&admin), json!({})).await);
+    ok(app.send(Method::POST, &format!("/api/v1/topics/{topic}/save"), Some(&carol), None).await);
+    ok(app.send(Method::POST, &format!("/api/v1/posts/{first}/save"), Some(&carol), None).await);
+    ok(app.send(Method::POST, "/api/v1/communities/pis/block", Some(&bob), None).await);
     ok(app.send(Method::PUT, "/api/v1/admin/settings", Some(&admin), Some(json!({"registration": "invite"}))).await);
     let want = app.read_topic(topic, "old").await;
     let src_dir = app.stop().await;

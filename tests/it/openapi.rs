@@ -885,5 +885,29 @@ async fn a_scripted_session_gets_only_documented_responses() {
     api.call(post.clone(), "/me/sessions/revoke-others", None, None, 401).await;
     api.call(get.clone(), "/auth/me", Some(&alice), None, 200).await;
 
+    // Saves and community blocks (issue #21): idempotent, 204 each time.
+    for _ in 0..2 {
+        api.call(post.clone(), &format!("/topics/{t}/save"), Some(&bob), None, 204).await;
+        api.call(post.clone(), &format!("/posts/{p1}/save"), Some(&bob), None, 204).await;
+        api.call(post.clone(), "/communities/raspi/block", Some(&bob), None, 204).await;
+    }
+    let saved = api.call(get.clone(), "/saved", Some(&bob), None, 200).await;
+    assert_eq!(saved["items"].as_array().map(Vec::len), Some(2), "{saved}");
+    api.call(get.clone(), "/saved?after=", Some(&bob), None, 200).await;
+    api.call(get.clone(), "/saved?after=nonsense", Some(&bob), None, 400).await;
+    api.call(get.clone(), "/saved", None, None, 401).await;
+    api.call(get.clone(), "/topics", Some(&bob), None, 200).await;
+    for _ in 0..2 {
+        api.call(delete.clone(), &format!("/topics/{t}/save"), Some(&bob), None, 204).await;
+        api.call(delete.clone(), &format!("/posts/{p1}/save"), Some(&bob), None, 204).await;
+        api.call(delete.clone(), "/communities/raspi/block", Some(&bob), None, 204).await;
+    }
+    api.call(post.clone(), "/topics/999999/save", Some(&bob), None, 404).await;
+    api.call(delete.clone(), "/posts/999999/save", Some(&bob), None, 404).await;
+    api.call(post.clone(), "/communities/nope/block", Some(&bob), None, 404).await;
+    api.call(post.clone(), &format!("/topics/{t}/save"), None, None, 401).await;
+    api.call(delete.clone(), "/communities/raspi/block", None, None, 401).await;
+    api.call(post.clone(), "/posts/abc/save", Some(&bob), None, 400).await;
+
     api.assert_every_operation_succeeded();
 }

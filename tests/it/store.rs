@@ -29,7 +29,7 @@ fn reply(topic_id: i64, parent_id: Option<i64>, text: &str) -> NewPost {
 }
 
 fn listing(community: Option<&str>, sort: TopicSort, limit: usize) -> ListTopics {
-    ListTopics { community: community.map(str::to_owned), sort, after: None, limit }
+    ListTopics { community: community.map(str::to_owned), sort, after: None, limit, hide_blocked_by: None }
 }
 
 fn search(text: &str, kind: SearchKind, community: Option<&str>) -> Search {
@@ -346,6 +346,6 @@ async fn the_postgres_store_tells_the_whole_story_and_keeps_it_across_a_reconnec
     let profile = store.profile("bob".into()).await.expect("profile");
     assert_eq!(profile.topics[0].body.as_deref(), Some("Which microSD card?"));
     let applied = db.client().await.query_one("SELECT count(*) FROM pith_migrations", &[]).await.expect("count");
-    assert_eq!(applied.get::<_, i64>(0), 5);
+    assert_eq!(applied.get::<_, i64>(0), 6);
     store.shutdown().await;
 }

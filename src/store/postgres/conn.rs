@@ -17,7 +17,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("../../../migrations/postgres/0002_moderation.sql")),
     (3, include_str!("../../../migrations/postgres/0003_rendered_and_search.sql")),
     (4, include_str!("../../../migrations/postgres/0004_sessions_and_lookalikes.sql")),
-    (5, include_str!("../../../migrations/postgres/0005_inbox.sql")),
+    (5, include_str!("../../../migrations/postgres/0005_saves_and_blocks.sql")),
+    (6, include_str!("../../../migrations/postgres/0006_inbox.sql")),
 ];
 
 /// Any number: every node takes this advisory lock to migrate, so nodes

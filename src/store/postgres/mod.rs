@@ -12,6 +12,7 @@ pub mod moderation;
 mod parts;
 pub mod reads;
 pub mod reports;
+pub mod saves;
 pub mod search;
 pub mod site;
 pub mod writes;
@@ -243,6 +244,39 @@ impl Store for PgStore {
     async fn vote(&self, voter: &User, target: VoteTarget, value: i8) -> StoreResult<VoteOutcome> {
         let now = Timestamp::now();
         write!(self, |c| writes::vote(c, voter, target, value, now))
+    }
+
+    async fn set_saved(&self, user: &User, target: VoteTarget, saved: bool) -> StoreResult<bool> {
+        let now = Timestamp::now();
+        write!(self, |c| saves::set_saved(c, user, target, saved, now))
+    }
+
+    async fn saved(
+        &self,
+        user_id: i64,
+        after: Option<crate::model::SavedCursor>,
+        limit: usize,
+    ) -> StoreResult<crate::store::SavedPage> {
+        read!(self, |c| saves::saved(c, user_id, after, limit))
+    }
+
+    async fn set_blocked(&self, user: &User, community: String, blocked: bool) -> StoreResult<bool> {
+        let now = Timestamp::now();
+        write!(self, |c| saves::set_blocked(c, user, &community, blocked, now))
+    }
+
+    async fn blocked(&self, user_id: i64) -> StoreResult<Vec<String>> {
+        let client = get(&self.pool).await?;
+        saves::blocked(&client, user_id).await
+    }
+
+    async fn marks(&self, user_id: i64, topic: i64, posts: Vec<i64>) -> StoreResult<crate::model::Marks> {
+        read!(self, |c| saves::marks(c, user_id, topic, &posts))
+    }
+
+    async fn topic_votes(&self, user_id: i64, topics: Vec<i64>) -> StoreResult<Vec<(i64, i8)>> {
+        let client = get(&self.pool).await?;
+        saves::topic_votes(&client, user_id, &topics).await
     }
 
     async fn is_moderator(&self, user_id: i64, community_id: i64) -> StoreResult<bool> {

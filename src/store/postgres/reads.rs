@@ -112,6 +112,13 @@ pub async fn list_topics(c: &impl GenericClient, q: &ListTopics, now: Timestamp)
         args.push(Box::new(community_id(c, name).await?));
         sql += &format!(" AND t.community_id = ${}", args.len());
     }
+    if let Some(user) = q.hide_blocked_by {
+        args.push(Box::new(user));
+        sql += &format!(
+            " AND t.community_id NOT IN (SELECT community_id FROM community_blocks WHERE user_id = ${})",
+            args.len()
+        );
+    }
     let (key, order) = match q.sort {
         TopicSort::Hot => ("t.hot", "t.hot DESC, t.id DESC"),
         TopicSort::New => ("t.created_at", "t.created_at DESC, t.id DESC"),

@@ -15,7 +15,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0003_rendered_and_search.sql"),
     include_str!("../../../migrations/sqlite/0004_search_queue.sql"),
     include_str!("../../../migrations/sqlite/0005_sessions_and_lookalikes.sql"),
-    include_str!("../../../migrations/sqlite/0006_inbox.sql"),
+    include_str!("../../../migrations/sqlite/0006_saves_and_blocks.sql"),
+    include_str!("../../../migrations/sqlite/0007_inbox.sql"),
 ];
 
 /// Which job a connection does; each gets different pragmas.

@@ -14,6 +14,7 @@ mod parts;
 mod readers;
 pub mod reads;
 pub mod reports;
+pub mod saves;
 pub mod search;
 pub mod search_queue;
 pub mod site;
@@ -322,6 +323,37 @@ impl Store for SqliteStore {
     async fn vote(&self, voter: &User, target: VoteTarget, value: i8) -> StoreResult<VoteOutcome> {
         let (voter, now) = (voter.clone(), Timestamp::now());
         self.writer.write(move |c| writes::vote(c, &voter, target, value, now)).await
+    }
+
+    async fn set_saved(&self, user: &User, target: VoteTarget, saved: bool) -> StoreResult<bool> {
+        let (user, now) = (user.clone(), Timestamp::now());
+        self.writer.write(move |c| saves::set_saved(c, &user, target, saved, now)).await
+    }
+
+    async fn saved(
+        &self,
+        user_id: i64,
+        after: Option<crate::model::SavedCursor>,
+        limit: usize,
+    ) -> StoreResult<crate::store::SavedPage> {
+        self.readers.read(move |c| saves::saved(c, user_id, after, limit)).await
+    }
+
+    async fn set_blocked(&self, user: &User, community: String, blocked: bool) -> StoreResult<bool> {
+        let (user, now) = (user.clone(), Timestamp::now());
+        self.writer.write(move |c| saves::set_blocked(c, &user, &community, blocked, now)).await
+    }
+
+    async fn blocked(&self, user_id: i64) -> StoreResult<Vec<String>> {
+        self.readers.read(move |c| saves::blocked(c, user_id)).await
+    }
+
+    async fn marks(&self, user_id: i64, topic: i64, posts: Vec<i64>) -> StoreResult<crate::model::Marks> {
+        self.readers.read(move |c| saves::marks(c, user_id, topic, &posts)).await
+    }
+
+    async fn topic_votes(&self, user_id: i64, topics: Vec<i64>) -> StoreResult<Vec<(i64, i8)>> {
+        self.readers.read(move |c| saves::topic_votes(c, user_id, &topics)).await
     }
 
     async fn is_moderator(&self, user_id: i64, community_id: i64) -> StoreResult<bool> {

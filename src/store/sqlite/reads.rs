@@ -110,6 +110,13 @@ pub fn list_topics(conn: &Connection, q: &ListTopics, now: Timestamp) -> StoreRe
         args.push(id.into());
         sql += &format!(" AND t.community_id = ?{}", args.len());
     }
+    if let Some(user) = q.hide_blocked_by {
+        args.push(user.into());
+        sql += &format!(
+            " AND t.community_id NOT IN (SELECT community_id FROM community_blocks WHERE user_id = ?{})",
+            args.len()
+        );
+    }
     let (key, order) = match q.sort {
         TopicSort::Hot => ("t.hot", "t.hot DESC, t.id DESC"),
         TopicSort::New => ("t.created_at", "t.created_at DESC, t.id DESC"),

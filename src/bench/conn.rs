@@ -150,8 +150,13 @@ pub async fn run(plan: Arc<Plan>, index: usize, start: Instant, pacer: Option<Pa
             Ok(Ok(_)) => plan.progress.answered(),
             _ => plan.progress.failed(),
         }
+        // An answer that came in time but was read after the window
+        // closed (this task ran late: a busy machine): the window owes it,
+        // and it had no answer when the window closed.
+        let late = schedule.is_some() && due - start >= plan.window.warmup && done - start > plan.window.end;
         match outcome {
             Ok(Ok((status, bytes))) if counted => results.record(done - due, status, bytes),
+            Ok(_) if late => out.unfinished += 1,
             Ok(Ok(_)) => {}
             Ok(Err(failure)) => {
                 sender = None;

@@ -108,6 +108,23 @@ pub struct Marks {
 }
 
 impl Marks {
+    /// The marks from both backends' one query: rows of (0 for a vote or
+    /// 1 for a save, 0 for the topic or 1 for a post, the target's id, the
+    /// vote's value).
+    pub fn from_rows(rows: impl IntoIterator<Item = (i64, i64, i64, i64)>) -> Marks {
+        let mut marks = Marks::default();
+        for (what, kind, id, value) in rows {
+            let value = value.clamp(-1, 1) as i8;
+            match (what, kind) {
+                (0, 0) => marks.topic_vote = value,
+                (0, _) => marks.post_votes.push((id, value)),
+                (_, 0) => marks.topic_saved = true,
+                _ => marks.posts_saved.push(id),
+            }
+        }
+        marks
+    }
+
     pub fn vote_on(&self, post: i64) -> i8 {
         self.post_votes.iter().find(|(id, _)| *id == post).map_or(0, |(_, v)| *v)
     }

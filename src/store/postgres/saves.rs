@@ -143,23 +143,15 @@ pub async fn blocked(c: &impl GenericClient, user_id: i64) -> StoreResult<Vec<St
 }
 
 pub async fn marks(c: &impl GenericClient, user_id: i64, topic: i64, posts: &[i64]) -> StoreResult<Marks> {
-    let mut marks = Marks::default();
     let sql = "SELECT 0::bigint, v.kind, v.target_id, v.value FROM votes v \
          WHERE v.user_id = $1 AND ((v.kind = 0 AND v.target_id = $2) OR (v.kind = 1 AND v.target_id = ANY($3))) \
          UNION ALL SELECT 1::bigint, s.kind, s.target_id, 0::bigint FROM saves s \
          WHERE s.user_id = $1 AND ((s.kind = 0 AND s.target_id = $2) OR (s.kind = 1 AND s.target_id = ANY($3)))";
     let posts = posts.to_vec();
-    for r in all(c, sql, &[&user_id, &topic, &posts]).await? {
-        let (what, kind, id, value): (i64, i64, i64, i64) = (col(&r, 0)?, col(&r, 1)?, col(&r, 2)?, col(&r, 3)?);
-        let value = value.clamp(-1, 1) as i8;
-        match (what, kind) {
-            (0, 0) => marks.topic_vote = value,
-            (0, _) => marks.post_votes.push((id, value)),
-            (_, 0) => marks.topic_saved = true,
-            _ => marks.posts_saved.push(id),
-        }
-    }
-    Ok(marks)
+    let rows = all(c, sql, &[&user_id, &topic, &posts]).await?;
+    let rows: Vec<(i64, i64, i64, i64)> =
+        rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?, col(r, 2)?, col(r, 3)?))).collect::<StoreResult<_>>()?;
+    Ok(Marks::from_rows(rows))
 }
 
 pub async fn topic_votes(c: &impl GenericClient, user_id: i64, topics: &[i64]) -> StoreResult<Vec<(i64, i8)>> {

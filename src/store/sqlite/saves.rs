@@ -132,7 +132,6 @@ pub fn blocked(conn: &Connection, user_id: i64) -> StoreResult<Vec<String>> {
 }
 
 pub fn marks(conn: &Connection, user_id: i64, topic: i64, posts: &[i64]) -> StoreResult<Marks> {
-    let mut marks = Marks::default();
     // The page's posts as a JSON array: one statement, whatever their number.
     let ids = serde_json::to_string(posts).map_err(|e| StoreError::Internal(e.to_string()))?;
     let sql = "SELECT 0, v.kind, v.target_id, v.value FROM votes v \
@@ -147,16 +146,7 @@ pub fn marks(conn: &Connection, user_id: i64, topic: i64, posts: &[i64]) -> Stor
             s.query_map(params![user_id, topic, ids], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect()
         })
         .map_err(map_err)?;
-    for (what, kind, id, value) in rows {
-        let value = value.clamp(-1, 1) as i8;
-        match (what, kind) {
-            (0, 0) => marks.topic_vote = value,
-            (0, _) => marks.post_votes.push((id, value)),
-            (_, 0) => marks.topic_saved = true,
-            _ => marks.posts_saved.push(id),
-        }
-    }
-    Ok(marks)
+    Ok(Marks::from_rows(rows))
 }
 
 pub fn topic_votes(conn: &Connection, user_id: i64, topics: &[i64]) -> StoreResult<Vec<(i64, i8)>> {

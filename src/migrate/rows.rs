@@ -21,6 +21,10 @@ pub const TABLES: &[&str] = &[
     "site",
     "invites",
     "community_blocks",
+    "messages",
+    "conversations",
+    "message_reports",
+    "user_blocks",
 ];
 
 /// Tables the schema itself fills (one settings row), which a new database

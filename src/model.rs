@@ -7,6 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub mod change;
 pub mod inbox;
 mod lookalike;
+pub mod mail;
 mod moderation;
 pub mod paging;
 pub mod policy;

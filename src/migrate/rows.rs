@@ -21,6 +21,9 @@ pub const TABLES: &[&str] = &[
     "site",
     "invites",
     "community_blocks",
+    "emails",
+    "mail_tokens",
+    "outbox",
 ];
 
 /// Tables the schema itself fills (one settings row), which a new database

@@ -16,6 +16,9 @@
 //!   registration modes.
 //! - `inbox`: replies, mentions and moderators' actions as stored
 //!   notifications on both stores; paging, marking read, errors.
+//! - `email`: a real SMTP server (aiosmtpd): registration held until the
+//!   mailed link is followed, password reset by mail, a dead SMTP server,
+//!   notification digests, `pith user reset-link`, on both stores.
 //! - `search`: full-text search, and the HTML stored with every body.
 //! - `setup`: the first run's one-time admin link.
 //! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
@@ -71,6 +74,7 @@ mod communities;
 mod concurrency;
 mod config_file;
 mod crash;
+mod email;
 mod faults;
 mod fuzz_regressions;
 mod hot;

@@ -11,7 +11,7 @@ use crate::model::mail::{
     DIGEST_GAP_SECS, DIGEST_ITEMS, Delivery, Email, EmailSettings, Letter, LinkPurpose, MailLink, OutMail, ResetFor,
     digest_letter, reset_letter, verify_letter,
 };
-use crate::model::{Notice, NoticeKind, Timestamp, User};
+use crate::model::{Notice, Timestamp, User};
 use crate::store::{StoreError, StoreResult};
 
 fn taken() -> StoreError {
@@ -180,27 +180,13 @@ pub async fn set_digest(c: &impl GenericClient, user_id: i64, on: bool) -> Store
 async fn new_notices(c: &impl GenericClient, user_id: i64, after: i64) -> StoreResult<Vec<Notice>> {
     let rows = all(
         c,
-        "SELECT n.id, n.kind, n.topic_id, n.post_id, u.name, n.excerpt, n.created_at \
+        "SELECT n.id, n.kind, n.topic_id, n.post_id, u.name, n.excerpt, n.created_at, n.read \
          FROM notifications n LEFT JOIN users u ON u.id = n.from_id \
          WHERE n.user_id = $1 AND NOT n.read AND n.id > $2 ORDER BY n.id LIMIT $3",
         &[&user_id, &after, &(DIGEST_ITEMS as i64)],
     )
     .await?;
-    rows.iter()
-        .map(|r| {
-            let kind: String = col(r, 1)?;
-            Ok(Notice {
-                id: col(r, 0)?,
-                kind: NoticeKind::parse(&kind).unwrap_or(NoticeKind::Message),
-                topic_id: col(r, 2)?,
-                post_id: col(r, 3)?,
-                from: col(r, 4)?,
-                excerpt: col(r, 5)?,
-                created_at: Timestamp(col(r, 6)?),
-                read: false,
-            })
-        })
-        .collect()
+    rows.iter().map(super::inbox::notice_row).collect()
 }
 
 pub async fn queue_digests(c: &impl GenericClient, now: Timestamp, base: &str) -> StoreResult<usize> {

@@ -11,7 +11,7 @@ use crate::model::mail::{
     DIGEST_GAP_SECS, DIGEST_ITEMS, Delivery, Email, EmailSettings, Letter, LinkPurpose, MailLink, OutMail, ResetFor,
     digest_letter, reset_letter, verify_letter,
 };
-use crate::model::{Notice, NoticeKind, Timestamp, User};
+use crate::model::{Notice, Timestamp, User};
 use crate::store::{StoreError, StoreResult};
 
 fn taken() -> StoreError {
@@ -181,25 +181,12 @@ pub fn set_digest(conn: &Connection, user_id: i64, on: bool) -> StoreResult<()> 
 /// to one more than a digest lists.
 fn new_notices(conn: &Connection, user_id: i64, after: i64) -> StoreResult<Vec<Notice>> {
     conn.prepare_cached(
-        "SELECT n.id, n.kind, n.topic_id, n.post_id, u.name, n.excerpt, n.created_at \
+        "SELECT n.id, n.kind, n.topic_id, n.post_id, u.name, n.excerpt, n.created_at, n.read \
          FROM notifications n LEFT JOIN users u ON u.id = n.from_id \
          WHERE n.user_id = ?1 AND n.read = 0 AND n.id > ?2 ORDER BY n.id LIMIT ?3",
     )
     .and_then(|mut s| {
-        s.query_map(params![user_id, after, DIGEST_ITEMS as i64 + 1], |r| {
-            let kind: String = r.get(1)?;
-            Ok(Notice {
-                id: r.get(0)?,
-                kind: NoticeKind::parse(&kind).unwrap_or(NoticeKind::Message),
-                topic_id: r.get(2)?,
-                post_id: r.get(3)?,
-                from: r.get(4)?,
-                excerpt: r.get(5)?,
-                created_at: Timestamp(r.get(6)?),
-                read: false,
-            })
-        })?
-        .collect()
+        s.query_map(params![user_id, after, DIGEST_ITEMS as i64 + 1], super::inbox::notice_row)?.collect()
     })
     .map_err(map_err)
 }

@@ -18,6 +18,9 @@ source tests/lib/postgres.sh
 echo "== NATS on 127.0.0.1:4222 for the cluster tests (tests/cluster/nats.sh)"
 tests/cluster/nats.sh
 
+echo "== an SMTP sink for the email tests (aiosmtpd from PyPI, tests/lib/smtp.sh)"
+tests/lib/smtp.sh
+
 echo "== unit and integration tests (real SQLite files, a real PostgreSQL, real sockets)"
 cargo test --locked --all-targets
 

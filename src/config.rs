@@ -119,6 +119,9 @@ pub struct ServeConfig {
     #[command(flatten)]
     pub sessions: crate::app::SessionConfig,
 
+    #[command(flatten)]
+    pub mail: crate::app::mail::MailConfig,
+
     /// TOML file of settings, keyed by the long flag names (`listen =
     /// "0.0.0.0:8080"`, `cache-mb = 128`); flags and environment override
     /// it. Default: `pith.toml` in the data dir, when it exists.
@@ -180,6 +183,24 @@ pub struct UserAddConfig {
 pub struct UserTokenConfig {
     /// The user to issue a new API token to.
     pub name: String,
+
+    #[command(flatten)]
+    pub data: DataConfig,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct UserResetLinkConfig {
+    /// The user who gets a new password through the link.
+    pub name: String,
+
+    /// The site's address the link starts with, as `pith serve` has it
+    /// (`https://forum.example`); unset: the --listen address.
+    #[arg(long, env = "PITH_PUBLIC_URL", value_parser = crate::app::web_settings::parse_public_url)]
+    pub public_url: Option<String>,
+
+    /// `pith serve`'s listen address, the link's base without --public-url.
+    #[arg(long, env = "PITH_LISTEN", default_value = "0.0.0.0:8080")]
+    pub listen: SocketAddr,
 
     #[command(flatten)]
     pub data: DataConfig,

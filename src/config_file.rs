@@ -16,7 +16,8 @@ use clap::{ArgMatches, Command as ClapCommand, CommandFactory, FromArgMatches};
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{
-    BackupConfig, RestoreConfig, SeedConfig, ServeConfig, Setting, UserAddConfig, UserInviteConfig, UserTokenConfig,
+    BackupConfig, RestoreConfig, SeedConfig, ServeConfig, Setting, UserAddConfig, UserInviteConfig,
+    UserResetLinkConfig, UserTokenConfig,
 };
 
 /// The subcommands that take `pith serve`'s settings.
@@ -84,6 +85,10 @@ pub enum UserCommand {
     /// Create a one-use invite code for registration by invitation; prints
     /// the code as the last line of stdout.
     Invite(UserInviteConfig),
+    /// Make a one-use password-reset link for a user (valid one hour), for
+    /// an administrator to hand over when the forum sends no mail; prints
+    /// it as the last line of stdout.
+    ResetLink(UserResetLinkConfig),
 }
 /// A loaded config file: its path and its settings as strings.
 struct File {

@@ -8,6 +8,7 @@ pub mod change;
 pub mod inbox;
 mod lookalike;
 pub mod messages;
+pub mod mail;
 mod moderation;
 pub mod paging;
 pub mod policy;

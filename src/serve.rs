@@ -66,11 +66,12 @@ async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::net::t
     state.web.set_secure_cookies(cfg.web.secure_cookies || tls.is_some());
     let public_url = match &cfg.web.public_url {
         Some(url) => url.clone(),
-        None => listen_url(scheme, listener.local_addr()?),
+        None => crate::app::web_settings::listen_url(scheme, listener.local_addr()?),
     };
     state.web.set_public_url(&public_url, cfg.web.hsts_days);
     state.sessions.set(&cfg.sessions);
     crate::app::bus::start(&state, &cfg.cluster, cfg.data.database.as_deref())?;
+    let mailer = crate::app::mail::start(&state, &cfg.mail)?;
     let metrics_listener = crate::api::metrics::start(&cfg.metrics, &state).await?;
     if !state.store.has_admin().await? {
         let link = format!("{}/setup/{}", state.web.public_url(), state.web.setup.issue());
@@ -96,19 +97,11 @@ async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::net::t
     if let Some(task) = metrics_listener {
         task.abort();
     }
+    // Unsent mail stays in the outbox for the next start.
+    if let Some(task) = mailer {
+        task.abort();
+    }
     Ok(())
-}
-
-/// `SCHEME://HOST:PORT` of the listen address, the site's address when no
-/// `--public-url` says otherwise; an unspecified address is shown as
-/// `localhost` (another machine uses the server's name instead).
-fn listen_url(scheme: &str, addr: std::net::SocketAddr) -> String {
-    let host = match addr.ip() {
-        ip if ip.is_unspecified() => "localhost".to_owned(),
-        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-        ip => ip.to_string(),
-    };
-    format!("{scheme}://{host}:{}", addr.port())
 }
 
 /// Resolves on SIGINT or SIGTERM.

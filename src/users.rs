@@ -8,7 +8,7 @@ use std::future::Future;
 use anyhow::Context;
 
 use crate::app::auth::{hash_password, new_token, token_digest};
-use crate::config::{Backend, DataConfig, UserAddConfig, UserInviteConfig, UserTokenConfig};
+use crate::config::{Backend, DataConfig, UserAddConfig, UserInviteConfig, UserResetLinkConfig, UserTokenConfig};
 use crate::model::{NewToken, Password, Timestamp, TokenKind, User, Username};
 use crate::store::postgres::{PgOptions, PgStore};
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
@@ -61,6 +61,34 @@ async fn issue<S: Store>(store: &S, user: &User, label: &str) -> anyhow::Result<
     let new = NewToken { user_id: user.id, hash: token_digest(&token), kind: TokenKind::Api, label: label.into() };
     store.issue_token(new).await?;
     Ok(token)
+}
+
+/// Makes a one-use password-reset link for an account, valid an hour,
+/// for an administrator to hand over (a forum without mail, a user whose
+/// address is gone); only its digest is stored, so this is the one time
+/// it is shown.
+pub fn reset_link(cfg: UserResetLinkConfig) -> anyhow::Result<()> {
+    use crate::model::mail::{RESET_TTL_SECS, ResetFor};
+    let base = cfg.public_url.clone().unwrap_or_else(|| crate::app::web_settings::listen_url("http", cfg.listen));
+    let (url, mut link) = crate::app::email::new_link(&base, crate::app::email::RESET_PATH, RESET_TTL_SECS);
+    // Printed, not mailed.
+    link.url = None;
+    let name = cfg.name.clone();
+    let found = match cfg.data.backend() {
+        Backend::Sqlite(_) => {
+            with_sqlite(
+                &cfg.data,
+                |store| async move { anyhow::Ok(store.issue_reset(ResetFor::Name(name), link).await?) },
+            )?
+        }
+        Backend::Postgres(db) => {
+            with_postgres(&db, |store| async move { anyhow::Ok(store.issue_reset(ResetFor::Name(name), link).await?) })?
+        }
+    };
+    let Some(user) = found else { anyhow::bail!("there is no user {}", cfg.name) };
+    eprintln!("a one-use reset link for user {} (id {}), valid for an hour:", user.name, user.id);
+    println!("{url}");
+    Ok(())
 }
 
 /// Makes an invite code; the database keeps only its digest, so this is

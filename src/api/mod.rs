@@ -5,6 +5,7 @@
 
 mod admin;
 mod communities;
+mod email;
 pub mod extract;
 mod inbox;
 pub mod live;
@@ -39,6 +40,10 @@ pub fn body_limit(route: &str) -> usize {
         // A username (20) and a password (256), plus an invite code; or two
         // passwords.
         "/auth/register" | "/auth/login" | "/auth/logout" | "/me/password" => 8 * KIB,
+        // A token, an address (254) and a password.
+        r if r.starts_with("/auth/password-reset") || r.starts_with("/me/email") || r == "/auth/verify-email" => {
+            8 * KIB
+        }
         // At most 100 ids, or {"all": true}.
         "/inbox/read" => 8 * KIB,
         // A community's name, title and a 10,000-character description.
@@ -88,6 +93,7 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .merge(communities::router())
         .merge(users::router())
         .merge(me::router())
+        .merge(email::router())
         .merge(inbox::router())
         .merge(messages::router())
         .merge(moderation::router())

@@ -37,6 +37,9 @@ pub struct Registration {
     password: String,
     #[serde(default)]
     invite: Option<String>,
+    /// Required under `--require-email`; verified by a mailed link.
+    #[serde(default)]
+    email: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -52,7 +55,12 @@ async fn register<S: Store>(
     Json(req): Json<Registration>,
 ) -> AppResult<Response> {
     let mode = state.store.site_settings().await?.registration;
-    let user = create_account(&state, ip, mode, &req.username, &req.password, req.invite).await?;
+    let user = create_account(&state, ip, mode, &req.username, &req.password, req.invite, req.email.as_deref()).await?;
+    if state.mail.require_email() {
+        // Held until the mailed link is followed: no session yet.
+        let body = serde_json::json!({ "user": user, "email_verification": "sent" });
+        return Ok((StatusCode::ACCEPTED, axum::Json(body)).into_response());
+    }
     let token = issue_token(&state, &user, TokenKind::Api, &ua).await?;
     Ok((StatusCode::CREATED, axum::Json(Session { token, user })).into_response())
 }

@@ -35,8 +35,9 @@ pub async fn issue_token<S: Store>(
 }
 
 /// Public registration for the API and the form: the name and password
-/// rules, the site's registration `mode`, the per-address limit, then the
-/// hash (argon2id, off the async workers).
+/// rules, the email address (`email::registration_email`), the site's
+/// registration `mode`, the per-address limit, then the hash (argon2id,
+/// off the async workers).
 pub async fn create_account<S: Store>(
     state: &AppState<S>,
     ip: ClientIp,
@@ -44,9 +45,11 @@ pub async fn create_account<S: Store>(
     username: &str,
     password: &str,
     invite: Option<String>,
+    email: Option<&str>,
 ) -> AppResult<User> {
     let name = Username::parse(username)?;
     let password = Password::parse(password)?;
+    let email = super::email::registration_email(state, email)?;
     let invite = invite.filter(|code| !code.is_empty());
     // Refused before the costly hash; the store checks again, in the
     // transaction that creates the account.
@@ -56,7 +59,14 @@ pub async fn create_account<S: Store>(
     state.limits.check(Action::Register, ip, Who::Nobody)?;
     let hash = blocking(move || hash_password(password.as_str())).await?.map_err(AppError::Internal)?;
     let invite_hash = invite.map(|code| token_digest(&code));
-    Ok(state.store.register_user(name, hash, invite_hash).await?)
+    match email {
+        Some((email, link)) => {
+            let user = state.store.register_with_email(name, hash, invite_hash, email, link).await?;
+            state.mail.wake();
+            Ok(user)
+        }
+        None => Ok(state.store.register_user(name, hash, invite_hash).await?),
+    }
 }
 
 /// The user `name` when `password` is theirs, for the API and the form.
@@ -74,7 +84,10 @@ pub async fn check_login<S: Store>(state: &AppState<S>, ip: ClientIp, name: &str
     };
     let ok = blocking(move || verify_password(&password, &hash)).await?;
     match (user, ok) {
-        (Some(user), true) => Ok(user),
+        (Some(user), true) => {
+            super::email::check_held(state, &user).await?;
+            Ok(user)
+        }
         _ => Err(AppError::BadCredentials),
     }
 }

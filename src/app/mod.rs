@@ -14,6 +14,9 @@
 //! - `inbox`: a user's notifications, their unread count, marking read.
 //! - `messages`: private messages, conversations, reported messages;
 //!   blocking a user is in `saves`, next to blocking a community.
+//! - `email`: addresses and their verification, password resets by mail,
+//!   the digest setting; `mail`: the SMTP settings and the sender that
+//!   drains the outbox.
 //! - `site`: site settings, invites, the first administrator.
 //! - `read`: a topic's rendered, cached answer; `text`: Markdown rendered
 //!   once, in the operation that writes it.
@@ -27,10 +30,12 @@ pub mod apply;
 pub mod auth;
 pub mod bus;
 pub mod communities;
+pub mod email;
 pub mod error;
 pub mod inbox;
 pub mod limits;
 pub mod messages;
+pub mod mail;
 pub mod moderation;
 pub mod posts;
 pub mod read;
@@ -72,6 +77,8 @@ pub struct App<S> {
     pub web: WebSettings,
     /// Prometheus metrics.
     pub metrics: crate::metrics::Metrics,
+    /// Whether mail goes out and registration needs an address (`mail`).
+    pub mail: mail::MailSettings,
     /// Where committed Changes go for other nodes; unset on a single node.
     pub bus: std::sync::OnceLock<Arc<crate::cluster::Sink>>,
 }
@@ -113,6 +120,7 @@ impl<S: Store> AppState<S> {
             live: crate::live::Hub::new(live, Some(accounts::token_resolver(app.clone()))),
             limits: limits::RateLimits::new(rate),
             web: WebSettings::default(),
+            mail: mail::MailSettings::default(),
             bus: std::sync::OnceLock::new(),
         }))
     }

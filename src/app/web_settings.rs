@@ -59,6 +59,18 @@ pub fn parse_public_url(s: &str) -> Result<String, String> {
     Ok(format!("{scheme}://{}", authority.as_str().to_ascii_lowercase()))
 }
 
+/// `SCHEME://HOST:PORT` of the listen address, the site's address when no
+/// `--public-url` says otherwise; an unspecified address is shown as
+/// `localhost` (another machine uses the server's name instead).
+pub fn listen_url(scheme: &str, addr: std::net::SocketAddr) -> String {
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() => "localhost".to_owned(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    format!("{scheme}://{host}:{}", addr.port())
+}
+
 /// Web settings that `pith serve` sets after the state is built.
 #[derive(Debug, Default)]
 pub struct WebSettings {

@@ -14,6 +14,7 @@ mod process;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
@@ -61,6 +62,16 @@ pub struct Metrics {
     /// `--metrics-access any`: the main listener's `/metrics` answers
     /// every client, not only local ones.
     public: AtomicBool,
+    /// Mail delivered and given up, and the outbox as the sender last saw it.
+    mail: MailMetrics,
+}
+
+#[derive(Default)]
+struct MailMetrics {
+    sent: Counter,
+    failed: Counter,
+    queued: Gauge,
+    given_up: Gauge,
 }
 
 impl Metrics {
@@ -85,6 +96,19 @@ impl Metrics {
         if let Some(s) = &store {
             register_store(&mut r, &sampled, s);
         }
+        let mail = MailMetrics::default();
+        r.register("pith_mail_sent", "Mails the SMTP server took", mail.sent.clone());
+        r.register("pith_mail_failed", "Mails given up after every attempt failed", mail.failed.clone());
+        r.register(
+            "pith_mail_queued",
+            "Mails in the outbox waiting to be sent, as the sender last counted",
+            mail.queued.clone(),
+        );
+        r.register(
+            "pith_mail_given_up",
+            "Mails in the outbox marked failed, as the sender last counted",
+            mail.given_up.clone(),
+        );
         r.register("process_resident_memory_bytes", "Resident memory of the process", sampled.resident_bytes.clone());
         r.register("process_virtual_memory_bytes", "Virtual memory of the process", sampled.virtual_bytes.clone());
         Metrics {
@@ -94,7 +118,22 @@ impl Metrics {
             store,
             mode: AtomicU8::new(Mode::MainListener as u8),
             public: AtomicBool::new(false),
+            mail,
         }
+    }
+
+    pub fn mail_sent(&self) {
+        self.mail.sent.inc();
+    }
+
+    pub fn mail_failed(&self) {
+        self.mail.failed.inc();
+    }
+
+    /// The outbox's counts, from the sender's last look.
+    pub fn set_outbox(&self, queued: i64, given_up: i64) {
+        self.mail.queued.set(queued);
+        self.mail.given_up.set(given_up);
     }
 
     /// Call before `server::run`: the router reads it when it is built.

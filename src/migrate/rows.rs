@@ -25,6 +25,9 @@ pub const TABLES: &[&str] = &[
     "conversations",
     "message_reports",
     "user_blocks",
+    "emails",
+    "mail_tokens",
+    "outbox",
 ];
 
 /// Tables the schema itself fills (one settings row), which a new database

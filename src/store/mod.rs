@@ -13,6 +13,7 @@ pub mod sqlite;
 
 use std::future::Future;
 
+use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::paging::PageLimit;
 use crate::model::{
     Ban, Blocks, Community, CommunityName, ConversationPage, InboxPage, Invite, Link, MarkRead, Marks, Message,
@@ -525,6 +526,60 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = StoreResult<bool>> + Send;
     /// The users and communities the user blocked, by name.
     fn blocks(&self, user_id: i64) -> impl Future<Output = StoreResult<Blocks>> + Send;
+    // Email. Each mail is queued in the outbox in the transaction of the
+    // write that causes it, composed by `model::mail`.
+    /// `register_user`, and the address (pending) with its verification
+    /// link queued, in one transaction; `Taken("email_taken")` when
+    /// another account has the address.
+    fn register_with_email(
+        &self,
+        name: Username,
+        password_hash: String,
+        invite_hash: Option<[u8; 32]>,
+        email: Email,
+        link: MailLink,
+    ) -> impl Future<Output = StoreResult<User>> + Send;
+    /// Sets the user's pending address and queues its verification link;
+    /// `Taken("email_taken")` when another account has it.
+    fn set_email(&self, user_id: i64, email: Email, link: MailLink) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Uses up a verification link: its address becomes the user's
+    /// verified one. `None` when the link is unknown, used or expired.
+    fn verify_email(&self, hash: [u8; 32], now: Timestamp) -> impl Future<Output = StoreResult<Option<User>>> + Send;
+    /// Stores a reset link for the account and, when `link.url` is set,
+    /// queues its mail; `None` (and nothing stored) when no account
+    /// matches.
+    fn issue_reset(&self, to: ResetFor, link: MailLink) -> impl Future<Output = StoreResult<Option<User>>> + Send;
+    /// Uses up a reset link: sets the password and revokes every token of
+    /// the account, in one transaction; the user and the digests revoked,
+    /// or `None` when the link is unknown, used or expired.
+    fn reset_password(
+        &self,
+        hash: [u8; 32],
+        password_hash: String,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<Option<(User, Vec<[u8; 32]>)>>> + Send;
+    /// The user's address, pending address and digest setting.
+    fn email_settings(&self, user_id: i64) -> impl Future<Output = StoreResult<EmailSettings>> + Send;
+    /// Turns the notification digest on or off; `Invalid` for an account
+    /// with no address.
+    fn set_digest(&self, user_id: i64, on: bool) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Queues a digest for each user who opted in, has a verified address,
+    /// new unread notifications, and had no digest in `DIGEST_GAP_SECS`;
+    /// `base` is the site's address for the links. Returns how many.
+    fn queue_digests(&self, now: Timestamp, base: String) -> impl Future<Output = StoreResult<usize>> + Send;
+    /// Takes up to `limit` mails due at `now` and holds them until
+    /// `now + lease_secs`, so no other sender (another node) takes them
+    /// meanwhile.
+    fn claim_mail(
+        &self,
+        now: Timestamp,
+        lease_secs: i64,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<Vec<OutMail>>> + Send;
+    /// Records how a claimed mail's delivery went.
+    fn finish_mail(&self, id: i64, outcome: Delivery) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Mails waiting to be sent and mails given up, for `/metrics`.
+    fn outbox_counts(&self) -> impl Future<Output = StoreResult<(i64, i64)>> + Send;
 
     /// Finish pending writes and checkpoint; called once at shutdown.
     fn shutdown(&self) -> impl Future<Output = ()> + Send;

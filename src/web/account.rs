@@ -33,6 +33,11 @@ struct LoginPage {
 struct RegisterPage {
     ctx: Ctx,
     username: String,
+    email: String,
+    /// `--require-email`: the address is required, and confirmed by mail.
+    require_email: bool,
+    /// Mail goes out: the address field is offered.
+    mail_on: bool,
     invite_only: bool,
     closed: bool,
     error: Option<String>,
@@ -66,6 +71,8 @@ pub struct RegisterForm {
     password: String,
     #[serde(default)]
     invite: String,
+    #[serde(default)]
+    email: String,
 }
 
 pub async fn login_form(session: Session, uri: Uri, Query(q): Query<NextParam>) -> Response {
@@ -121,13 +128,22 @@ pub(super) async fn start_session<S: Store>(
 pub async fn register_form<S: Store>(State(state): State<AppState<S>>, session: Session, uri: Uri) -> Response {
     let ctx = Ctx::with_anon_csrf(&session, &uri);
     let mode = state.store.site_settings().await.map(|s| s.registration).unwrap_or_default();
-    ctx.page(StatusCode::OK, &register_page(&ctx, mode, String::new(), None))
+    ctx.page(StatusCode::OK, &register_page(&state, &ctx, mode, (String::new(), String::new()), None))
 }
 
-fn register_page(ctx: &Ctx, mode: RegistrationMode, username: String, error: Option<String>) -> RegisterPage {
+fn register_page<S: Store>(
+    state: &AppState<S>,
+    ctx: &Ctx,
+    mode: RegistrationMode,
+    (username, email): (String, String),
+    error: Option<String>,
+) -> RegisterPage {
     RegisterPage {
         ctx: ctx.clone(),
         username,
+        email,
+        require_email: state.mail.require_email(),
+        mail_on: state.mail.enabled(),
         invite_only: mode == RegistrationMode::Invite,
         closed: mode == RegistrationMode::Closed,
         error,
@@ -152,9 +168,12 @@ pub async fn register<S: Store>(
     let mode = state.store.site_settings().await.map(|s| s.registration).unwrap_or_default();
     let created = create_account(&state, ip, mode, &form).await;
     match created {
+        // Held until the mailed link is followed: no session yet.
+        Ok(_) if state.mail.require_email() => super::email::check_mail(&ctx),
         Ok(user) => start_session(&state, &session, &user, &ua, "/").await.unwrap_or_else(|e| error_page(&ctx, e)),
         Err(e) => {
-            let page = register_page(&ctx, mode, form.username, Some(capitalise(&e.to_string())));
+            let shown = (form.username, form.email);
+            let page = register_page(&state, &ctx, mode, shown, Some(capitalise(&e.to_string())));
             ctx.page(e.status_logged(), &page)
         }
     }
@@ -168,11 +187,14 @@ async fn create_account<S: Store>(
     form: &RegisterForm,
 ) -> AppResult<User> {
     let invite = Some(form.invite.trim().to_owned());
-    users::create_account(state, ip, mode, form.username.trim(), &form.password, invite).await.map_err(|e| match e {
-        AppError::Rejected(status, code, message) => {
-            AppError::Rejected(status, code, message.replace(" (`invite`)", ""))
+    let email = Some(form.email.as_str());
+    users::create_account(state, ip, mode, form.username.trim(), &form.password, invite, email).await.map_err(|e| {
+        match e {
+            AppError::Rejected(status, code, message) => {
+                AppError::Rejected(status, code, message.replace(" (`invite`)", "").replace(" (`email`)", ""))
+            }
+            other => other,
         }
-        other => other,
     })
 }
 

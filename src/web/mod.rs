@@ -23,6 +23,8 @@
 //! - `inbox`: the user's notifications, marking them read, and the live
 //!   stream (inbox and topics) the script listens to when signed in.
 //! - `settings`: the user's own account: password, sessions.
+//! - `email`: "forgot password" and the reset link's form, the page a
+//!   confirmation link opens, and the email settings page.
 //! - `feed`: Atom feeds.
 //! - `setup`: the first run's one-time link that creates the administrator.
 
@@ -30,6 +32,7 @@ mod account;
 mod admin;
 pub mod assets;
 mod bans;
+mod email;
 mod feed;
 mod forms;
 mod inbox;
@@ -113,6 +116,11 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/inbox/read", post(inbox::mark_read::<S>))
         .route("/inbox/live", get(inbox::live::<S>))
         .route("/settings", get(settings::show::<S>))
+        .route("/settings/email", get(email::settings::<S>).post(email::set_address::<S>))
+        .route("/settings/email/digest", post(email::set_digest::<S>))
+        .route("/reset", get(email::ask_form).post(email::ask::<S>))
+        .route("/reset/{token}", get(email::choose_form).post(email::choose::<S>))
+        .route("/verify/{token}", get(email::verify::<S>))
         .route("/settings/password", post(settings::change_password::<S>))
         .route("/settings/sessions/revoke-others", post(settings::revoke_others::<S>))
         .route("/settings/sessions/{id}/revoke", post(settings::revoke::<S>))

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Drives Pith's web forum in Debian's headless Chromium with playwright-core
-# (tests/browser/forum.test.mjs and saves.test.mjs, run by `node --test`).
+# (tests/browser/forum.test.mjs, saves.test.mjs and reset.test.mjs, run by
+# `node --test`; name files as arguments to run only those).
 #
 # Installs what is missing: Debian's `chromium` (apt-get, as root) and the
 # pinned playwright-core (`npm ci`). Builds `pith` (or takes $PITH), starts
 # `pith serve` on a free loopback port over a fresh data directory, makes an
-# admin with `pith user add --admin`, and stops the server at the end.
+# admin with `pith user add --admin`, and stops the server at the end. Mail
+# goes to an SMTP sink (aiosmtpd, tests/lib/smtp.sh) that writes each mail
+# to $PITH_MAIL_DIR for the tests to read.
 # Screenshots go to docs/screenshots/ ($PITH_SCREENSHOTS to change).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,12 +34,19 @@ if [ -z "${PITH:-}" ]; then
     PITH="${CARGO_TARGET_DIR:-target}/debug/pith"
 fi
 
+tests/lib/smtp.sh
+
 DATA=$(mktemp -d "${TMPDIR:-/tmp}/pith-browser.XXXXXX")
 SERVER_PID=
+SINK_PID=
 cleanup() {
     if [ -n "$SERVER_PID" ]; then
         kill -TERM "$SERVER_PID" 2>/dev/null || true
         wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    if [ -n "$SINK_PID" ]; then
+        kill -TERM "$SINK_PID" 2>/dev/null || true
+        wait "$SINK_PID" 2>/dev/null || true
     fi
     rm -rf "$DATA"
 }
@@ -45,9 +55,23 @@ trap 'exit 130' INT TERM
 
 ADMIN_TOKEN=$(PITH_USER_PASSWORD=admin-password "$PITH" user add admin --admin --data-dir "$DATA" 2>/dev/null | tail -n 1)
 
+echo "== starting the SMTP sink"
+MAIL_DIR="$DATA/mail"
+mkdir -p "$MAIL_DIR"
+SMTP_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"${CARGO_TARGET_DIR:-target}/smtp-venv/bin/python" tests/lib/smtp_sink.py "$MAIL_DIR" "$SMTP_PORT" 2>"$DATA/smtp.log" &
+SINK_PID=$!
+for _ in $(seq 1 100); do
+    [ -e "$MAIL_DIR/ready" ] && break
+    kill -0 "$SINK_PID" 2>/dev/null || { cat "$DATA/smtp.log" >&2; echo "run.sh: the SMTP sink exited" >&2; exit 1; }
+    sleep 0.1
+done
+[ -e "$MAIL_DIR/ready" ] || { echo "run.sh: the SMTP sink did not start" >&2; exit 1; }
+
 echo "== starting pith serve"
 NO_COLOR=1 PITH_LOG=info "$PITH" serve --listen 127.0.0.1:0 --data-dir "$DATA" --readers 2 --cache-mb 16 \
-    --rate-limits false 2>"$DATA/server.log" &
+    --rate-limits false --smtp-url "smtp://127.0.0.1:$SMTP_PORT" --mail-from "Pith <forum@example.org>" \
+    --mail-poll-secs 1 2>"$DATA/server.log" &
 SERVER_PID=$!
 ADDR=
 for _ in $(seq 1 100); do
@@ -64,11 +88,17 @@ done
 
 export PITH_URL="http://$ADDR"
 export PITH_ADMIN_TOKEN="$ADMIN_TOKEN"
+export PITH_MAIL_DIR="$MAIL_DIR"
 export PITH_SCREENSHOTS="${PITH_SCREENSHOTS:-$ROOT/docs/screenshots}"
 mkdir -p "$PITH_SCREENSHOTS"
 echo "== browser tests against $PITH_URL"
 status=0
-node --test --test-reporter=spec tests/browser/forum.test.mjs tests/browser/saves.test.mjs || status=$?
+if [ "$#" -gt 0 ]; then
+    FILES=("$@")
+else
+    FILES=(tests/browser/forum.test.mjs tests/browser/saves.test.mjs tests/browser/reset.test.mjs)
+fi
+node --test --test-reporter=spec "${FILES[@]}" || status=$?
 if [ "$status" != 0 ]; then
     echo "== server log (last 50 lines)"
     tail -n 50 "$DATA/server.log"

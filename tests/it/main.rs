@@ -19,6 +19,9 @@
 //! - `messages`: private messages (sending, conversations, paging, read
 //!   marks, reports read by admins, errors, the rate limit) and blocking
 //!   users, on both stores.
+//! - `email`: a real SMTP server (aiosmtpd): registration held until the
+//!   mailed link is followed, password reset by mail, a dead SMTP server,
+//!   notification digests, `pith user reset-link`, on both stores.
 //! - `search`: full-text search, and the HTML stored with every body.
 //! - `setup`: the first run's one-time admin link.
 //! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
@@ -74,6 +77,7 @@ mod communities;
 mod concurrency;
 mod config_file;
 mod crash;
+mod email;
 mod faults;
 mod fuzz_regressions;
 mod hot;

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use pith::app::AppState;
 use pith::server as http;
+use pith::store::Store as _;
 use pith::store::postgres::{PgOptions, PgStore};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -33,6 +34,9 @@ const TABLES: &[&str] = &[
     "conversations",
     "message_reports",
     "user_blocks",
+    "emails",
+    "mail_tokens",
+    "outbox",
 ];
 
 /// Every row of every table, sorted, as text.
@@ -67,6 +71,15 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
     let app = spawn_app().await;
     let admin = app.admin_token.clone();
     let (bob, carol) = (app.user("bob").await, app.user("carol").await);
+    // An address waiting for its link, and the mail that carries it.
+    let link = pith::model::mail::MailLink {
+        hash: [7; 32],
+        expires_at: pith::model::Timestamp(2_000_000_000),
+        url: Some("http://forum.example/verify/t".into()),
+    };
+    let email = pith::model::mail::Email::parse("dora@example.org").expect("email");
+    let name = pith::model::Username::parse("dora").expect("name");
+    app.state.store.register_with_email(name, "hash".into(), None, email, link).await.expect("dora");
     app.community("pis").await;
     let topic = app.topic("pis", &bob, "Migrating a Pi forum").await;
     let first = app.reply(topic, &carol, None, "Ünïcode, *markdown* and `code`").await;

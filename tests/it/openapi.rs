@@ -952,6 +952,44 @@ async fn a_scripted_session_gets_only_documented_responses() {
     for _ in 0..2 {
         api.call(delete.clone(), "/users/alice/block", Some(&bob), None, 204).await;
     }
+    // Email (issue #21): refused without SMTP, then against a real sink.
+    let reset = |email: &str| Some(json!({"email": email}));
+    api.call(post.clone(), "/auth/password-reset", None, reset("dora@example.org"), 403).await;
+    let sink = crate::support::smtp::Sink::start().await;
+    app.state.web.set_public_url(&app.addr, 0);
+    let mail = pith::app::mail::MailConfig {
+        smtp_url: Some(sink.url()),
+        mail_from: Some("forum@example.org".into()),
+        mail_retry_secs: 1,
+        mail_poll_secs: 1,
+        ..Default::default()
+    };
+    pith::app::mail::start(&app.state, &mail).expect("mail");
+    let dora = json!({"username": "dora", "password": "password123", "email": "dora@example.org"});
+    let session = api.call(post.clone(), "/auth/register", None, Some(dora), 201).await;
+    let dora = session["token"].as_str().expect("token").to_owned();
+    let taken = json!({"username": "dorb", "password": "password123", "email": "DORA@example.org"});
+    api.call(post.clone(), "/auth/register", None, Some(taken), 409).await;
+    let token = json!({"token": sink.nth(1).await.token("/verify/")});
+    api.call(post.clone(), "/auth/verify-email", None, Some(token.clone()), 200).await;
+    api.call(post.clone(), "/auth/verify-email", None, Some(token), 400).await;
+    api.call(get.clone(), "/me/email", Some(&dora), None, 200).await;
+    api.call(get.clone(), "/me/email", None, None, 401).await;
+    let change = |password: &str| Some(json!({"email": "dora@new.example", "password": password}));
+    api.call(Method::PUT, "/me/email", Some(&dora), change("password124"), 403).await;
+    api.call(Method::PUT, "/me/email", Some(&dora), change("password123"), 202).await;
+    api.call(Method::PUT, "/me/email", Some(&dora), Some(json!({"email": "x"})), 422).await;
+    let digest = Some(json!({"digest": true}));
+    api.call(Method::PUT, "/me/email/digest", Some(&dora), digest.clone(), 200).await;
+    api.call(Method::PUT, "/me/email/digest", Some(&bob), digest, 422).await;
+    api.call(post.clone(), "/auth/password-reset", None, reset("nobody@example.org"), 202).await;
+    api.call(post.clone(), "/auth/password-reset", None, reset("dora@example.org"), 202).await;
+    api.call(post.clone(), "/auth/password-reset", None, reset("no-at-sign"), 422).await;
+    let mails = sink.wait_for(3).await;
+    let reset_mail = mails.iter().find(|m| m.subject == "Reset your password").expect("reset mail");
+    let confirm = json!({"token": reset_mail.token("/reset/"), "password": "password456"});
+    api.call(post.clone(), "/auth/password-reset/confirm", None, Some(confirm.clone()), 204).await;
+    api.call(post.clone(), "/auth/password-reset/confirm", None, Some(confirm), 400).await;
 
     api.assert_every_operation_succeeded();
 }

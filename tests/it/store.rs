@@ -8,6 +8,7 @@ use pith::model::{
     Body, CommunityName, Link, Message, NewToken, NoticeKind, Notified, Reason, ReportStatus, Text, Timestamp, Title,
     TokenKind, User, Username, VoteTarget,
 };
+use pith::model::mail::{Delivery, Email, EmailSettings, MailLink, ResetFor};
 use pith::store::sqlite::{SqliteOptions, SqliteStore};
 use pith::store::{
     IdPage, ListTopics, NewCommunity, NewPost, NewTopic, PostSort, Search, SearchKind, SearchPage, Store, StoreError,
@@ -316,6 +317,7 @@ pub async fn story<S: Store>(store: &S) {
     assert!(matches!(nowhere, Err(StoreError::NotFound(_))), "{nowhere:?}");
 
     messages_and_blocks(store, (&alice, &bob, &carol), cards.id).await;
+    mail_story(store).await;
 }
 
 async fn send<S: Store>(store: &S, from: &User, to: &str, text: &str) -> StoreResult<(Message, Vec<Notified>)> {
@@ -398,6 +400,71 @@ async fn messages_and_blocks<S: Store>(store: &S, (alice, bob, carol): (&User, &
     assert!(store.blocks(bob.id).await.expect("blocks").users.is_empty());
 }
 
+/// Email: an address confirmed by a link that works once, a reset that
+/// revokes every token, the outbox claimed and finished, the digest switch.
+async fn mail_story<S: Store>(store: &S) {
+    let now = Timestamp::now();
+    let link = |n: u8, url: bool| MailLink {
+        hash: [n; 32],
+        expires_at: Timestamp(now.0 + 3600),
+        url: url.then(|| format!("http://f.example/x/{n}")),
+    };
+    let email = |s: &str| Email::parse(s).expect("email");
+    let name = |s: &str| Username::parse(s).expect("name");
+    let dave = store
+        .register_with_email(name("dave"), "hash-d".into(), None, email("Dave@Example.org"), link(1, true))
+        .await
+        .expect("dave");
+    let taken =
+        store.register_with_email(name("erin"), "hash-e".into(), None, email("dave@example.ORG"), link(2, true)).await;
+    assert!(matches!(taken, Err(StoreError::Taken("email_taken", _))), "{taken:?}");
+    assert!(store.user_credentials("erin".into()).await.expect("read").is_none(), "nothing half-written");
+    let pending = EmailSettings { email: None, pending: Some("Dave@Example.org".into()), digest: false };
+    assert_eq!(store.email_settings(dave.id).await.expect("settings"), pending);
+
+    assert_eq!(store.verify_email([9; 32], now).await.expect("verify"), None, "unknown");
+    assert_eq!(store.verify_email([1; 32], now).await.expect("verify").map(|u| u.id), Some(dave.id));
+    assert_eq!(store.verify_email([1; 32], now).await.expect("verify"), None, "used");
+    let verified = EmailSettings { email: Some("Dave@Example.org".into()), pending: None, digest: false };
+    assert_eq!(store.email_settings(dave.id).await.expect("settings"), verified);
+
+    let found = store.issue_reset(ResetFor::Address(email("DAVE@example.org")), link(3, true)).await.expect("reset");
+    assert_eq!(found.map(|u| u.id), Some(dave.id));
+    let nobody = store.issue_reset(ResetFor::Address(email("nobody@example.org")), link(4, true)).await;
+    assert!(nobody.expect("reset").is_none());
+    store.add_token(dave.id, [5; 32]).await.expect("token");
+    assert_eq!(store.verify_email([3; 32], now).await.expect("verify"), None, "a reset link confirms nothing");
+    let (user, revoked) = store.reset_password([3; 32], "hash-d2".into(), now).await.expect("reset").expect("valid");
+    assert_eq!((user.id, revoked), (dave.id, vec![[5; 32]]));
+    assert_eq!(store.user_credentials("dave".into()).await.expect("read").expect("dave").1.as_deref(), Some("hash-d2"));
+    assert!(store.reset_password([3; 32], "x".into(), now).await.expect("reset").is_none(), "used");
+    let printed = MailLink { hash: [6; 32], expires_at: now, url: None };
+    assert!(store.issue_reset(ResetFor::Name("DAVE".into()), printed).await.expect("link").is_some());
+    assert!(store.reset_password([6; 32], "x".into(), now).await.expect("reset").is_none(), "expired");
+
+    // The outbox: the confirmation and the one reset mail, claimed once.
+    let mails = store.claim_mail(now, 300, 10).await.expect("claim");
+    let subjects: Vec<&str> = mails.iter().map(|m| m.subject.as_str()).collect();
+    assert_eq!(subjects, ["Confirm your email address", "Reset your password"]);
+    assert!(mails.iter().all(|m| m.to == "Dave@Example.org" && m.attempts == 0));
+    assert!(mails[1].body.contains("http://f.example/x/3"), "{}", mails[1].body);
+    assert!(store.claim_mail(now, 300, 10).await.expect("claim").is_empty(), "held by the first claim");
+    store.finish_mail(mails[0].id, Delivery::Sent).await.expect("sent");
+    store.finish_mail(mails[1].id, Delivery::Retry { at: now, error: "421 busy".into() }).await.expect("retry");
+    let again = store.claim_mail(now, 300, 10).await.expect("claim");
+    assert_eq!((again.len(), again[0].attempts), (1, 1));
+    store.finish_mail(again[0].id, Delivery::Failed { error: "550 no".into() }).await.expect("failed");
+    assert_eq!(store.outbox_counts().await.expect("counts"), (0, 1));
+    assert!(store.claim_mail(Timestamp(now.0 + 1000), 300, 10).await.expect("claim").is_empty(), "given up");
+
+    // The digest needs an address; with nothing unread, nothing is queued.
+    let bob = store.user_credentials("bob".into()).await.expect("read").expect("bob").0;
+    assert!(matches!(store.set_digest(bob.id, true).await, Err(StoreError::Invalid(_))));
+    store.set_digest(dave.id, true).await.expect("digest");
+    assert!(store.email_settings(dave.id).await.expect("settings").digest);
+    assert_eq!(store.queue_digests(now, "http://f.example".into()).await.expect("digests"), 0);
+}
+
 #[tokio::test]
 async fn the_sqlite_store_tells_the_whole_story_and_keeps_it_across_a_reopen() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -431,6 +498,6 @@ async fn the_postgres_store_tells_the_whole_story_and_keeps_it_across_a_reconnec
     let profile = store.profile("bob".into()).await.expect("profile");
     assert_eq!(profile.topics[0].body.as_deref(), Some("Which microSD card?"));
     let applied = db.client().await.query_one("SELECT count(*) FROM pith_migrations", &[]).await.expect("count");
-    assert_eq!(applied.get::<_, i64>(0), 7);
+    assert_eq!(applied.get::<_, i64>(0), 8);
     store.shutdown().await;
 }

@@ -20,6 +20,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, include_str!("../../../migrations/postgres/0005_saves_and_blocks.sql")),
     (6, include_str!("../../../migrations/postgres/0006_inbox.sql")),
     (7, include_str!("../../../migrations/postgres/0007_messages_and_user_blocks.sql")),
+    (8, include_str!("../../../migrations/postgres/0008_email.sql")),
 ];
 
 /// Any number: every node takes this advisory lock to migrate, so nodes

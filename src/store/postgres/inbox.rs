@@ -56,7 +56,7 @@ pub async fn unread(c: &impl GenericClient, user_id: i64) -> StoreResult<i64> {
     col(&one(c, sql, &[&user_id, &MAX_UNREAD]).await?, 0)
 }
 
-fn notice_row(r: &Row) -> StoreResult<Notice> {
+pub(super) fn notice_row(r: &Row) -> StoreResult<Notice> {
     let kind: String = col(r, 1)?;
     Ok(Notice {
         id: col(r, 0)?,

@@ -9,6 +9,7 @@ pub mod conn;
 mod first_admin;
 pub mod inbox;
 pub mod messages;
+pub mod mail;
 pub mod moderation;
 mod parts;
 pub mod reads;
@@ -22,6 +23,7 @@ use std::time::Duration;
 
 use deadpool_postgres::Pool;
 
+use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::{
     Ban, Blocks, Community, ConversationPage, InboxPage, Invite, MarkRead, Message, MessagePage, MessageReport,
     MessageReportPage, ModAction, Moderated, NewToken, Notified, Post, Profile, Reason, Report, ReportStatus,
@@ -430,6 +432,73 @@ impl Store for PgStore {
 
     async fn blocks(&self, user_id: i64) -> StoreResult<Blocks> {
         read!(self, |c| messages::blocks(c, user_id))
+    }
+
+    async fn register_with_email(
+        &self,
+        name: Username,
+        password_hash: String,
+        invite_hash: Option<[u8; 32]>,
+        email: Email,
+        link: MailLink,
+    ) -> StoreResult<User> {
+        let now = Timestamp::now();
+        write!(self, |c| async {
+            let user = site::register_user(c, &name, &password_hash, invite_hash.as_ref(), now).await?;
+            mail::set_email(c, &user, &email, &link, now).await?;
+            StoreResult::Ok(user)
+        })
+    }
+
+    async fn set_email(&self, user_id: i64, email: Email, link: MailLink) -> StoreResult<()> {
+        let now = Timestamp::now();
+        write!(self, |c| async { mail::set_email(c, &mail::user(c, user_id).await?, &email, &link, now).await })
+    }
+
+    async fn verify_email(&self, hash: [u8; 32], now: Timestamp) -> StoreResult<Option<User>> {
+        write!(self, |c| mail::verify_email(c, &hash, now))
+    }
+
+    async fn issue_reset(&self, to: ResetFor, link: MailLink) -> StoreResult<Option<User>> {
+        let now = Timestamp::now();
+        write!(self, |c| mail::issue_reset(c, &to, &link, now))
+    }
+
+    async fn reset_password(
+        &self,
+        hash: [u8; 32],
+        password_hash: String,
+        now: Timestamp,
+    ) -> StoreResult<Option<(User, Vec<[u8; 32]>)>> {
+        write!(self, |c| mail::reset_password(c, &hash, &password_hash, now))
+    }
+
+    async fn email_settings(&self, user_id: i64) -> StoreResult<EmailSettings> {
+        let client = get(&self.pool).await?;
+        mail::email_settings(&client, user_id).await
+    }
+
+    async fn set_digest(&self, user_id: i64, on: bool) -> StoreResult<()> {
+        let client = get(&self.pool).await?;
+        mail::set_digest(&client, user_id, on).await
+    }
+
+    async fn queue_digests(&self, now: Timestamp, base: String) -> StoreResult<usize> {
+        write!(self, |c| mail::queue_digests(c, now, &base))
+    }
+
+    async fn claim_mail(&self, now: Timestamp, lease_secs: i64, limit: usize) -> StoreResult<Vec<OutMail>> {
+        write!(self, |c| mail::claim_mail(c, now, lease_secs, limit))
+    }
+
+    async fn finish_mail(&self, id: i64, outcome: Delivery) -> StoreResult<()> {
+        let client = get(&self.pool).await?;
+        mail::finish_mail(&client, id, &outcome).await
+    }
+
+    async fn outbox_counts(&self) -> StoreResult<(i64, i64)> {
+        let client = get(&self.pool).await?;
+        mail::outbox_counts(&client).await
     }
 
     async fn shutdown(&self) {

@@ -58,7 +58,7 @@ pub fn unread(conn: &Connection, user_id: i64) -> StoreResult<i64> {
         .map_err(map_err)
 }
 
-fn notice_row(r: &Row<'_>) -> rusqlite::Result<Notice> {
+pub(super) fn notice_row(r: &Row<'_>) -> rusqlite::Result<Notice> {
     let kind: String = r.get(1)?;
     Ok(Notice {
         id: r.get(0)?,

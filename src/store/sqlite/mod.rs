@@ -10,6 +10,7 @@ pub mod conn;
 mod first_admin;
 pub mod inbox;
 pub mod messages;
+pub mod mail;
 pub mod moderation;
 mod parts;
 mod readers;
@@ -27,6 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::{
     Ban, Blocks, Community, ConversationPage, InboxPage, Invite, MarkRead, Message, MessagePage, MessageReport,
     MessageReportPage, ModAction, Moderated, NewToken, Notified, Post, Profile, Reason, Report, ReportStatus,
@@ -506,6 +508,71 @@ impl Store for SqliteStore {
 
     async fn blocks(&self, user_id: i64) -> StoreResult<Blocks> {
         self.readers.read(move |c| messages::blocks(c, user_id)).await
+    }
+
+    async fn register_with_email(
+        &self,
+        name: Username,
+        password_hash: String,
+        invite_hash: Option<[u8; 32]>,
+        email: Email,
+        link: MailLink,
+    ) -> StoreResult<User> {
+        let now = Timestamp::now();
+        self.writer
+            .write(move |c| {
+                let user = site::register_user(c, &name, &password_hash, invite_hash.as_ref(), now)?;
+                mail::set_email(c, &user, &email, &link, now)?;
+                Ok(user)
+            })
+            .await
+    }
+
+    async fn set_email(&self, user_id: i64, email: Email, link: MailLink) -> StoreResult<()> {
+        let now = Timestamp::now();
+        self.writer.write(move |c| mail::set_email(c, &mail::user(c, user_id)?, &email, &link, now)).await
+    }
+
+    async fn verify_email(&self, hash: [u8; 32], now: Timestamp) -> StoreResult<Option<User>> {
+        self.writer.write(move |c| mail::verify_email(c, &hash, now)).await
+    }
+
+    async fn issue_reset(&self, to: ResetFor, link: MailLink) -> StoreResult<Option<User>> {
+        let now = Timestamp::now();
+        self.writer.write(move |c| mail::issue_reset(c, &to, &link, now)).await
+    }
+
+    async fn reset_password(
+        &self,
+        hash: [u8; 32],
+        password_hash: String,
+        now: Timestamp,
+    ) -> StoreResult<Option<(User, Vec<[u8; 32]>)>> {
+        self.writer.write(move |c| mail::reset_password(c, &hash, &password_hash, now)).await
+    }
+
+    async fn email_settings(&self, user_id: i64) -> StoreResult<EmailSettings> {
+        self.readers.read(move |c| mail::email_settings(c, user_id)).await
+    }
+
+    async fn set_digest(&self, user_id: i64, on: bool) -> StoreResult<()> {
+        self.writer.write(move |c| mail::set_digest(c, user_id, on)).await
+    }
+
+    async fn queue_digests(&self, now: Timestamp, base: String) -> StoreResult<usize> {
+        self.writer.write(move |c| mail::queue_digests(c, now, &base)).await
+    }
+
+    async fn claim_mail(&self, now: Timestamp, lease_secs: i64, limit: usize) -> StoreResult<Vec<OutMail>> {
+        self.writer.write(move |c| mail::claim_mail(c, now, lease_secs, limit)).await
+    }
+
+    async fn finish_mail(&self, id: i64, outcome: Delivery) -> StoreResult<()> {
+        self.writer.write(move |c| mail::finish_mail(c, id, &outcome)).await
+    }
+
+    async fn outbox_counts(&self) -> StoreResult<(i64, i64)> {
+        self.readers.read(mail::outbox_counts).await
     }
 
     async fn shutdown(&self) {

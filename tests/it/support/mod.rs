@@ -6,6 +6,7 @@
 //! - `pg`: a fresh PostgreSQL database per test (`TestDb`).
 //! - `prom`: a strict parser of the Prometheus text format.
 //! - `raw`: a server with explicit connection limits over raw sockets.
+//! - `smtp`: a real SMTP server (aiosmtpd) and the mails it received.
 
 #[allow(dead_code)] // each test module uses a different subset
 pub mod child;
@@ -14,3 +15,5 @@ pub mod helpers;
 pub mod pg;
 pub mod prom;
 pub mod raw;
+#[allow(dead_code)]
+pub mod smtp;

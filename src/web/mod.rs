@@ -98,7 +98,7 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/p/{post}/save", post(saves::save::<S>))
         .route("/saved", get(saves::page::<S>))
         .route("/c/{name}/block", post(saves::block::<S>))
-        .route("/u/{name}/block", post(saves::block_user::<S>))
+        .route("/u/{name}/block", post(saves::block::<S>))
         .route("/blocks", get(saves::blocks::<S>))
         .route("/messages", get(messages::list::<S>))
         .route("/messages/{name}", get(messages::show::<S>).post(messages::send::<S>))

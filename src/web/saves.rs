@@ -59,7 +59,8 @@ pub async fn save<S: Store>(
     }
 }
 
-/// `/c/{name}/block`: back to the community's page (or where the form was).
+/// `/c/{name}/block` (a community) and `/u/{name}/block` (a user): back
+/// to the page the form was on.
 pub async fn block<S: Store>(
     State(state): State<AppState<S>>,
     session: Session,
@@ -73,27 +74,13 @@ pub async fn block<S: Store>(
         Ok(accepted) => accepted,
         Err(res) => return *res,
     };
-    match saves::set_blocked(&state, &user, ip, &name, wants(&form.on)).await {
-        Ok(_) => see_other(&back),
-        Err(e) => error_page(&ctx, e),
-    }
-}
-
-/// `/u/{name}/block`: back to the profile (or where the form was).
-pub async fn block_user<S: Store>(
-    State(state): State<AppState<S>>,
-    session: Session,
-    uri: Uri,
-    ip: ClientIp,
-    Path(name): Path<String>,
-    form: Result<Form<SaveForm>, FormRejection>,
-) -> Response {
-    let back = form.as_ref().map(|Form(f)| local_path(&f.back).to_owned()).unwrap_or_else(|_| "/".into());
-    let (ctx, user, form) = match accept(&session, &uri, form, &back, |f: &SaveForm| &f.csrf) {
-        Ok(accepted) => accepted,
-        Err(res) => return *res,
+    let on = wants(&form.on);
+    let done = if uri.path().starts_with("/u/") {
+        saves::set_user_blocked(&state, &user, ip, &name, on).await
+    } else {
+        saves::set_blocked(&state, &user, ip, &name, on).await
     };
-    match saves::set_user_blocked(&state, &user, ip, &name, wants(&form.on)).await {
+    match done {
         Ok(_) => see_other(&back),
         Err(e) => error_page(&ctx, e),
     }

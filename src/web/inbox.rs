@@ -54,9 +54,11 @@ impl Item {
             NoticeKind::Message => "sent you a message",
             NoticeKind::Moderation => "Moderation",
         };
-        let href = match (n.topic_id, n.post_id) {
-            (Some(t), Some(p)) => Some(format!("/t/{t}?thread={p}#p{p}")),
-            (Some(t), None) => Some(format!("/t/{t}")),
+        let href = match (n.topic_id, n.post_id, &n.from) {
+            (Some(t), Some(p), _) => Some(format!("/t/{t}?thread={p}#p{p}")),
+            (Some(t), None, _) => Some(format!("/t/{t}")),
+            // A message: its conversation.
+            (None, _, Some(from)) if n.kind == NoticeKind::Message => Some(format!("/messages/{from}")),
             _ => None,
         };
         Item { what, from: n.from, excerpt: n.excerpt, href, time: Time::of(n.created_at), read: n.read }

@@ -13,7 +13,9 @@
 //!   single-post fragment.
 //! - `reply`: replying and voting.
 //! - `saves`: saving topics and comments, the saved page, blocking a
-//!   community from the front page.
+//!   community from the front page or a user, the blocks page.
+//! - `messages`: conversations, sending and reporting private messages,
+//!   the administrators' reported messages.
 //! - `write`: submitting, editing and deleting topics and posts.
 //! - `moderate`: removing, restoring, locking; reports and the queue; the
 //!   moderation log.
@@ -36,6 +38,7 @@ mod email;
 mod feed;
 mod forms;
 mod inbox;
+mod messages;
 mod moderate;
 mod pages;
 mod reply;
@@ -98,6 +101,13 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/p/{post}/save", post(saves::save::<S>))
         .route("/saved", get(saves::page::<S>))
         .route("/c/{name}/block", post(saves::block::<S>))
+        .route("/u/{name}/block", post(saves::block::<S>))
+        .route("/blocks", get(saves::blocks::<S>))
+        .route("/messages", get(messages::list::<S>))
+        .route("/messages/{name}", get(messages::show::<S>).post(messages::send::<S>))
+        .route("/messages/{name}/report", post(messages::report::<S>))
+        .route("/admin/message-reports", get(messages::reports::<S>))
+        .route("/admin/message-reports/{id}", post(messages::resolve::<S>))
         .route("/c/{name}/reports", get(moderate::reports::<S>))
         .route("/c/{name}/reports/{id}", post(moderate::resolve::<S>))
         .route("/c/{name}/modlog", get(moderate::community_log::<S>))

@@ -217,6 +217,11 @@ struct ProfilePage {
     ctx: Ctx,
     name: String,
     is_admin: bool,
+    /// A signed-in viewer other than this user: the "Send a message" link
+    /// and the block button.
+    can_block: bool,
+    /// That viewer blocked this user.
+    blocked: bool,
     joined: Time,
     rows: Vec<TopicRow>,
     posts: Vec<ProfilePost>,
@@ -236,11 +241,21 @@ pub async fn profile<S: Store>(
         Ok(p) => p,
         Err(e) => return error_page(&ctx, e.into()),
     };
+    // The viewer's own controls: message and block, unless it is them.
+    let blocked = match &ctx.user {
+        Some(u) if u.id != profile.user.id => match saves::blocks(&state, u).await {
+            Ok(b) => Some(b.users.iter().any(|n| n.eq_ignore_ascii_case(&profile.user.name))),
+            Err(e) => return error_page(&ctx, e),
+        },
+        _ => None,
+    };
     let visible = |t: &&Topic| !t.removed && !t.deleted;
     let shown = |p: &&Post| !p.removed && !p.deleted;
     let page = ProfilePage {
         name: profile.user.name.clone(),
         is_admin: profile.user.is_admin,
+        can_block: blocked.is_some(),
+        blocked: blocked.unwrap_or(false),
         joined: Time::of(profile.user.created_at),
         rows: profile.topics.iter().filter(visible).map(TopicRow::of).collect(),
         posts: profile

@@ -1,7 +1,8 @@
 //! Saving topics and comments (`/t/{id}/save`, `/p/{post}/save`), the
-//! saved list (`/saved`), and blocking a community from the front page
-//! (`/c/{name}/block`). Forms post and redirect back; none needs the
-//! script.
+//! saved list (`/saved`), blocking a community from the front page
+//! (`/c/{name}/block`) or a user (`/u/{name}/block`), and the list of
+//! both with unblock buttons (`/blocks`). Forms post and redirect back;
+//! none needs the script.
 
 use askama::Template;
 use axum::extract::rejection::FormRejection;
@@ -15,7 +16,7 @@ use super::view::Time;
 use super::{Ctx, Session, error_page, local_path, see_other};
 use crate::app::limits::ClientIp;
 use crate::app::{AppState, saves};
-use crate::model::Saved;
+use crate::model::{Blocks, Saved};
 use crate::store::Store;
 
 #[derive(Deserialize)]
@@ -58,7 +59,8 @@ pub async fn save<S: Store>(
     }
 }
 
-/// `/c/{name}/block`: back to the community's page (or where the form was).
+/// `/c/{name}/block` (a community) and `/u/{name}/block` (a user): back
+/// to the page the form was on.
 pub async fn block<S: Store>(
     State(state): State<AppState<S>>,
     session: Session,
@@ -72,8 +74,31 @@ pub async fn block<S: Store>(
         Ok(accepted) => accepted,
         Err(res) => return *res,
     };
-    match saves::set_blocked(&state, &user, ip, &name, wants(&form.on)).await {
+    let on = wants(&form.on);
+    let done = if uri.path().starts_with("/u/") {
+        saves::set_user_blocked(&state, &user, ip, &name, on).await
+    } else {
+        saves::set_blocked(&state, &user, ip, &name, on).await
+    };
+    match done {
         Ok(_) => see_other(&back),
+        Err(e) => error_page(&ctx, e),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "blocks.html")]
+struct BlocksPage {
+    ctx: Ctx,
+    blocks: Blocks,
+}
+
+/// `/blocks`: the users and communities the viewer blocked.
+pub async fn blocks<S: Store>(State(state): State<AppState<S>>, session: Session, uri: Uri) -> Response {
+    let ctx = Ctx::new(&session, &uri);
+    let Some(user) = &ctx.user else { return login_first(&ctx.here) };
+    match saves::blocks(&state, user).await {
+        Ok(blocks) => ctx.page(StatusCode::OK, &BlocksPage { ctx: ctx.clone(), blocks }),
         Err(e) => error_page(&ctx, e),
     }
 }

@@ -74,13 +74,15 @@ impl TopicView {
     }
 }
 
-/// Marks the viewer's own votes and saves on the topic and its posts.
+/// Marks the viewer's own votes and saves on the topic and its posts, and
+/// collapses the posts of authors they blocked.
 fn mark(t: &mut TopicView, items: &mut [Item], marks: &Marks) {
     t.vote = marks.topic_vote;
     t.saved = marks.topic_saved;
     for p in items.iter_mut().filter_map(|i| i.open.as_mut()) {
         p.vote = marks.vote_on(p.id);
         p.saved = marks.saved(p.id);
+        p.blocked = p.author.is_some() && marks.blocked(p.author_id);
     }
 }
 
@@ -154,6 +156,8 @@ fn proto(topic_id: i64, user: Option<&User>, moderating: Option<&str>) -> PostVi
         vote: 0,
         saved: false,
         can_save: user.is_some(),
+        author_id: 0,
+        blocked: false,
     };
     p.moderated(moderating)
 }
@@ -299,7 +303,8 @@ pub async fn render_topic_page<S: Store>(
         return Err(AppError::not_found("topic"));
     }
     // The personal layer: this viewer's votes and saves on what the page
-    // shows, one small read; the shared signed-out page has none.
+    // shows and the authors they blocked, one small read; the shared
+    // signed-out page has none.
     let marks = match &ctx.user {
         Some(u) => Some(saves::marks(state, u, id, read.posts.iter().map(|p| p.id).collect()).await),
         None => None,

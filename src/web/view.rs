@@ -101,6 +101,11 @@ pub struct PostView {
     pub saved: bool,
     /// The viewer may save it (signed in).
     pub can_save: bool,
+    /// Its author's id, for the personal layer to match blocked authors.
+    pub author_id: i64,
+    /// The viewer blocked its author: it shows collapsed (a closed
+    /// `<details>`, opened with a click, script or not).
+    pub blocked: bool,
 }
 
 impl PostView {
@@ -123,6 +128,8 @@ impl PostView {
             vote: 0,
             saved: false,
             can_save: viewer.is_some(),
+            author_id: p.author_id,
+            blocked: false,
         }
     }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Drives Pith's web forum in Debian's headless Chromium with playwright-core
-# (tests/browser/forum.test.mjs, saves.test.mjs and reset.test.mjs, run by
-# `node --test`; name files as arguments to run only those).
+# (tests/browser/*.test.mjs, run by `node --test`; name files as arguments
+# to run only those).
 #
 # Installs what is missing: Debian's `chromium` (apt-get, as root) and the
 # pinned playwright-core (`npm ci`). Builds `pith` (or takes $PITH), starts
@@ -93,11 +93,10 @@ export PITH_SCREENSHOTS="${PITH_SCREENSHOTS:-$ROOT/docs/screenshots}"
 mkdir -p "$PITH_SCREENSHOTS"
 echo "== browser tests against $PITH_URL"
 status=0
-if [ "$#" -gt 0 ]; then
-    FILES=("$@")
-else
-    FILES=(tests/browser/forum.test.mjs tests/browser/saves.test.mjs tests/browser/reset.test.mjs)
-fi
+# Arguments name the test files to run (all of them without any).
+FILES=("$@")
+[ "${#FILES[@]}" -gt 0 ] || FILES=(tests/browser/forum.test.mjs tests/browser/saves.test.mjs tests/browser/reset.test.mjs
+    tests/browser/messages.test.mjs)
 node --test --test-reporter=spec "${FILES[@]}" || status=$?
 if [ "$status" != 0 ]; then
     echo "== server log (last 50 lines)"

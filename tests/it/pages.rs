@@ -15,6 +15,8 @@ use crate::support::helpers::{Reply, TestApp, fetch, spawn_app, spawn_app_limite
 
 /// Issue 21's inbox: the page, the header's count, the live stream.
 mod inbox;
+/// Issue 21's private messages, user blocks and the blocks page.
+mod messages;
 /// Issue 21's own votes after a reload, saves and community blocks.
 mod saves;
 /// Issue 26's regressions: edit forms, CSRF by cookie tossing, redirects.

@@ -16,7 +16,8 @@ use clap::{ArgMatches, Command as ClapCommand, CommandFactory, FromArgMatches};
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{
-    BackupConfig, RestoreConfig, SeedConfig, ServeConfig, Setting, UserAddConfig, UserInviteConfig, UserTokenConfig,
+    BackupConfig, RestoreConfig, SeedConfig, ServeConfig, Setting, UserAddConfig, UserDeleteConfig, UserInviteConfig,
+    UserTokenConfig,
 };
 
 /// The subcommands that take `pith serve`'s settings.
@@ -84,6 +85,10 @@ pub enum UserCommand {
     /// Create a one-use invite code for registration by invitation; prints
     /// the code as the last line of stdout.
     Invite(UserInviteConfig),
+    /// Delete an account (its sessions, inbox, saves and votes' record go;
+    /// its name stays reserved), keeping its content under no name or
+    /// removing it.
+    Delete(UserDeleteConfig),
 }
 /// A loaded config file: its path and its settings as strings.
 struct File {

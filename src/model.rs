@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub mod account;
 pub mod change;
 pub mod inbox;
 mod lookalike;
@@ -13,6 +14,7 @@ pub mod policy;
 mod saves;
 mod search;
 mod sessions;
+pub use account::{CastVote, ContentFate, TwoFactor};
 pub use change::Change;
 pub use inbox::{InboxPage, MarkRead, NewNotice, Notice, NoticeKind, Notified};
 pub use lookalike::NameKeys;

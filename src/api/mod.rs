@@ -38,6 +38,8 @@ pub fn body_limit(route: &str) -> usize {
         // A username (20) and a password (256), plus an invite code; or two
         // passwords.
         "/auth/register" | "/auth/login" | "/auth/logout" | "/me/password" => 8 * KIB,
+        // A password and a word; a code; a password and a code.
+        "/me" | "/me/two-factor" | "/me/two-factor/confirm" | "/me/two-factor/disable" => 8 * KIB,
         // At most 100 ids, or {"all": true}.
         "/inbox/read" => 8 * KIB,
         // A community's name, title and a 10,000-character description.

@@ -13,6 +13,9 @@
 //!   own votes and saves on a topic page.
 //! - `inbox`: a user's notifications, their unread count, marking read.
 //! - `site`: site settings, invites, the first administrator.
+//! - `export`: an account's data as one streamed JSON document;
+//!   `deletion`: deleting an account (its owner, or an admin's purge);
+//!   `two_factor`: TOTP enrolment, recovery codes, the login's second step.
 //! - `read`: a topic's rendered, cached answer; `text`: Markdown rendered
 //!   once, in the operation that writes it.
 //! - `apply`: a `Change` applied; `bus`: Changes to and from other nodes.
@@ -25,7 +28,9 @@ pub mod apply;
 pub mod auth;
 pub mod bus;
 pub mod communities;
+pub mod deletion;
 pub mod error;
+pub mod export;
 pub mod inbox;
 pub mod limits;
 pub mod moderation;
@@ -36,6 +41,7 @@ pub mod sessions;
 pub mod site;
 pub mod text;
 pub mod topics;
+pub mod two_factor;
 pub mod votes;
 pub mod web_settings;
 

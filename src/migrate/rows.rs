@@ -21,6 +21,7 @@ pub const TABLES: &[&str] = &[
     "site",
     "invites",
     "community_blocks",
+    "recovery_codes",
 ];
 
 /// Tables the schema itself fills (one settings row), which a new database

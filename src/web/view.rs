@@ -101,6 +101,9 @@ pub struct PostView {
     pub saved: bool,
     /// The viewer may save it (signed in).
     pub can_save: bool,
+    /// Its "reply" link shows: not in a locked topic (but to its
+    /// moderators) or a deleted one.
+    pub reply: bool,
 }
 
 impl PostView {
@@ -123,6 +126,7 @@ impl PostView {
             vote: 0,
             saved: false,
             can_save: viewer.is_some(),
+            reply: true,
         }
     }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Drives Pith's web forum in Debian's headless Chromium with playwright-core
-# (tests/browser/forum.test.mjs and saves.test.mjs, run by `node --test`).
+# (tests/browser/forum.test.mjs, saves.test.mjs and account.test.mjs, run by
+# `node --test`).
 #
 # Installs what is missing: Debian's `chromium` (apt-get, as root) and the
 # pinned playwright-core (`npm ci`). Builds `pith` (or takes $PITH), starts
@@ -68,7 +69,7 @@ export PITH_SCREENSHOTS="${PITH_SCREENSHOTS:-$ROOT/docs/screenshots}"
 mkdir -p "$PITH_SCREENSHOTS"
 echo "== browser tests against $PITH_URL"
 status=0
-node --test --test-reporter=spec tests/browser/forum.test.mjs tests/browser/saves.test.mjs || status=$?
+node --test --test-reporter=spec tests/browser/forum.test.mjs tests/browser/saves.test.mjs tests/browser/account.test.mjs || status=$?
 if [ "$status" != 0 ]; then
     echo "== server log (last 50 lines)"
     tail -n 50 "$DATA/server.log"

@@ -9,6 +9,7 @@ pub mod extract;
 mod inbox;
 pub mod live;
 mod me;
+mod messages;
 pub mod metrics;
 pub mod moderation;
 mod openapi;
@@ -90,6 +91,7 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .merge(users::router())
         .merge(me::router())
         .merge(inbox::router())
+        .merge(messages::router())
         .merge(moderation::router())
         .merge(admin::router())
         .merge(search::router())

@@ -1,7 +1,8 @@
 //! A reader's own things: saving topics and posts (`/topics/{id}/save`,
 //! `/posts/{id}/save`, `/saved`) and blocking communities from their front
-//! page (`/communities/{name}/block`). Each write is idempotent and
-//! answers 204 whether or not it changed anything.
+//! page (`/communities/{name}/block`), blocking users
+//! (`/users/{name}/block`), and the list of both (`/me/blocks`). Each
+//! write is idempotent and answers 204 whether or not it changed anything.
 
 use axum::Router;
 use axum::extract::State;
@@ -12,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::extract::{Path, Query};
 use crate::app::{AppResult, AppState, AuthUser, ClientIp, saves};
-use crate::model::{Saved, VoteTarget};
+use crate::model::{Blocks, Saved, VoteTarget};
 use crate::store::Store;
 
 pub fn router<S: Store>() -> Router<AppState<S>> {
@@ -21,6 +22,8 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/posts/{id}/save", post(save_post::<S>).delete(unsave_post::<S>))
         .route("/saved", get(list_saved::<S>))
         .route("/communities/{name}/block", post(block::<S>).delete(unblock::<S>))
+        .route("/users/{name}/block", post(block_user::<S>).delete(unblock_user::<S>))
+        .route("/me/blocks", get(list_blocks::<S>))
 }
 
 async fn save<S: Store>(
@@ -110,4 +113,30 @@ async fn unblock<S: Store>(
 ) -> AppResult<StatusCode> {
     saves::set_blocked(&state, &auth.user, ip, &name, false).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+async fn block_user<S: Store>(
+    State(state): State<AppState<S>>,
+    auth: AuthUser,
+    ip: ClientIp,
+    Path(name): Path<String>,
+) -> AppResult<StatusCode> {
+    saves::set_user_blocked(&state, &auth.user, ip, &name, true).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn unblock_user<S: Store>(
+    State(state): State<AppState<S>>,
+    auth: AuthUser,
+    ip: ClientIp,
+    Path(name): Path<String>,
+) -> AppResult<StatusCode> {
+    saves::set_user_blocked(&state, &auth.user, ip, &name, false).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The users and communities the user blocked, for clients that collapse
+/// and hide on their own: the shared topic JSON is the same for everyone.
+async fn list_blocks<S: Store>(State(state): State<AppState<S>>, auth: AuthUser) -> AppResult<axum::Json<Blocks>> {
+    Ok(axum::Json(saves::blocks(&state, &auth.user).await?))
 }

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::{AppError, AppResult, AppState, apply::apply, commit};
 use crate::model::inbox::MAX_MARK_IDS;
 use crate::model::{Change, InboxPage, MarkRead, Notified, User};
-use crate::store::{ListInbox, Store};
+use crate::store::{IdPage, ListInbox, Store};
 
 /// Notifications per page unless asked otherwise, and at most.
 pub const DEFAULT_LIMIT: usize = 25;
@@ -27,16 +27,23 @@ pub struct InboxQuery {
     pub limit: Option<usize>,
 }
 
-/// One page of the user's inbox, newest first.
-pub async fn list<S: Store>(state: &AppState<S>, user: &User, q: InboxQuery) -> AppResult<InboxPage> {
-    let limit = match q.limit.unwrap_or(DEFAULT_LIMIT) {
+/// A page of a list read newest first by id (the inbox, messages): `after`
+/// a previous page's `next`, `limit` 1 to `MAX_LIMIT`.
+pub fn id_page(after: Option<i64>, limit: Option<usize>) -> AppResult<IdPage> {
+    let limit = match limit.unwrap_or(DEFAULT_LIMIT) {
         n @ 1..=MAX_LIMIT => n,
         _ => return Err(AppError::BadRequest("invalid_query", format!("limit must be between 1 and {MAX_LIMIT}"))),
     };
-    if q.after.is_some_and(|a| a < 1) {
+    if after.is_some_and(|a| a < 1) {
         return Err(AppError::BadRequest("invalid_cursor", "after must be a `next` from a previous page".into()));
     }
-    let list = ListInbox { unread_only: q.unread.unwrap_or(false), after: q.after, limit };
+    Ok(IdPage { after, limit })
+}
+
+/// One page of the user's inbox, newest first.
+pub async fn list<S: Store>(state: &AppState<S>, user: &User, q: InboxQuery) -> AppResult<InboxPage> {
+    let page = id_page(q.after, q.limit)?;
+    let list = ListInbox { unread_only: q.unread.unwrap_or(false), after: page.after, limit: page.limit };
     Ok(state.store.inbox(user.id, list).await?)
 }
 

@@ -1,6 +1,6 @@
 //! Rate limits per account and per client address, for the actions abuse
-//! goes through: posting, editing, reporting, voting, registering and
-//! logging in. Each limit
+//! goes through: posting, editing, reporting, voting, private messages,
+//! registering and logging in. Each limit
 //! is a GCRA bucket from `governor` (a burst, then a steady refill); a
 //! request over any of its limits is answered 429 with `Retry-After`
 //! before it costs a write or an argon2 hash.
@@ -32,6 +32,8 @@ pub enum Action {
     /// A report to moderators: each one is a stored row they must read.
     Report,
     Vote,
+    /// A private message: each one lands in someone's inbox.
+    Message,
     Register,
     Login,
     Search,
@@ -44,6 +46,7 @@ impl Action {
             Action::Edit => "edits",
             Action::Report => "reports",
             Action::Vote => "votes",
+            Action::Message => "messages",
             Action::Register => "registrations",
             Action::Login => "login attempts",
             Action::Search => "searches",
@@ -73,6 +76,7 @@ pub struct RateLimits {
     report_ip: Limiter<IpAddr>,
     vote_user: Limiter<i64>,
     vote_ip: Limiter<IpAddr>,
+    message_user: Limiter<i64>,
     register_ip: Limiter<IpAddr>,
     search_ip: Limiter<IpAddr>,
     login_user: Limiter<String>,
@@ -107,6 +111,7 @@ impl RateLimits {
             report_ip: Limiter::keyed(quota(cfg.report_ip)),
             vote_user: Limiter::keyed(quota(cfg.vote_user)),
             vote_ip: Limiter::keyed(quota(cfg.vote_ip)),
+            message_user: Limiter::keyed(quota(cfg.message_user)),
             register_ip: Limiter::keyed(quota(cfg.register_ip)),
             search_ip: Limiter::keyed(quota(cfg.search_ip)),
             login_user: Limiter::keyed(quota(cfg.login_user)),
@@ -131,6 +136,7 @@ impl RateLimits {
             (Action::Edit, who) => wait(&self.edit_ip, &ip).or_else(|| by_user(&self.edit_user, who)),
             (Action::Report, who) => wait(&self.report_ip, &ip).or_else(|| by_user(&self.report_user, who)),
             (Action::Vote, who) => wait(&self.vote_ip, &ip).or_else(|| by_user(&self.vote_user, who)),
+            (Action::Message, who) => by_user(&self.message_user, who),
             (Action::Register, _) => wait(&self.register_ip, &ip),
             (Action::Search, _) => wait(&self.search_ip, &ip),
             (Action::Login, Who::Name(name)) => {
@@ -153,6 +159,7 @@ impl RateLimits {
         self.report_ip.retain_recent();
         self.vote_user.retain_recent();
         self.vote_ip.retain_recent();
+        self.message_user.retain_recent();
         self.register_ip.retain_recent();
         self.search_ip.retain_recent();
         self.login_user.retain_recent();
@@ -259,6 +266,10 @@ pub struct RateConfig {
     #[arg(long = "limit-vote-ip", env = "PITH_LIMIT_VOTE_IP", default_value = "180/1m", value_parser = Rate::parse)]
     pub vote_ip: Rate,
 
+    /// Private messages per account.
+    #[arg(long = "limit-message-user", env = "PITH_LIMIT_MESSAGE_USER", default_value = "30/10m", value_parser = Rate::parse)]
+    pub message_user: Rate,
+
     /// Registrations per client address.
     #[arg(long = "limit-register-ip", env = "PITH_LIMIT_REGISTER_IP", default_value = "5/1h", value_parser = Rate::parse)]
     pub register_ip: Rate,
@@ -304,6 +315,7 @@ impl Default for RateConfig {
             report_ip: rate("60/1h"),
             vote_user: rate("60/1m"),
             vote_ip: rate("180/1m"),
+            message_user: rate("30/10m"),
             register_ip: rate("5/1h"),
             search_ip: rate("60/1m"),
             login_user: rate("10/15m"),

@@ -9,9 +9,11 @@
 //!   revoking them, changing the password.
 //! - `topics`, `posts`, `votes`, `moderation`, `communities`: the writes
 //!   of the forum.
-//! - `saves`: saving topics and posts, blocking communities, a reader's
-//!   own votes and saves on a topic page.
+//! - `saves`: saving topics and posts, blocking communities and users, a
+//!   reader's own votes, saves and blocked authors on a topic page.
 //! - `inbox`: a user's notifications, their unread count, marking read.
+//! - `messages`: private messages, conversations, reported messages;
+//!   blocking a user is in `saves`, next to blocking a community.
 //! - `site`: site settings, invites, the first administrator.
 //! - `export`: an account's data as one streamed JSON document;
 //!   `deletion`: deleting an account (its owner, or an admin's purge);
@@ -33,6 +35,7 @@ pub mod error;
 pub mod export;
 pub mod inbox;
 pub mod limits;
+pub mod messages;
 pub mod moderation;
 pub mod posts;
 pub mod read;

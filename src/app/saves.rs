@@ -1,11 +1,13 @@
 //! A reader's own things: saving topics and posts, blocking communities
-//! from their front page, and their marks (votes, saves) on a topic page.
+//! from their front page, blocking users (their posts collapse, their
+//! messages and notifications stop), and their marks (votes, saves,
+//! blocked authors) on a topic page.
 //! None of it touches a cached rendering: each is read per request, by
 //! the signed-in reader alone.
 
 use super::limits::{Action, ClientIp, Who};
 use super::{AppError, AppResult, AppState};
-use crate::model::{Marks, Saved, SavedCursor, User, VoteTarget};
+use crate::model::{Blocks, Marks, Saved, SavedCursor, User, VoteTarget};
 use crate::store::Store;
 
 /// Saved items per page of the saved list.
@@ -67,6 +69,32 @@ pub async fn set_blocked<S: Store>(
 /// The names of the communities `user` blocked.
 pub async fn blocked<S: Store>(state: &AppState<S>, user: &User) -> AppResult<Vec<String>> {
     Ok(state.store.blocked(user.id).await?)
+}
+
+/// Blocks (`blocked`) or unblocks the user named `name`; idempotent.
+/// Blocking oneself is refused (422 `block_self`). Returns whether
+/// anything changed.
+pub async fn set_user_blocked<S: Store>(
+    state: &AppState<S>,
+    user: &User,
+    ip: ClientIp,
+    name: &str,
+    blocked: bool,
+) -> AppResult<bool> {
+    if name.eq_ignore_ascii_case(&user.name) {
+        let message = "you cannot block yourself".to_owned();
+        return Err(AppError::Rejected(axum::http::StatusCode::UNPROCESSABLE_ENTITY, "block_self", message));
+    }
+    if name.len() > 64 {
+        return Err(AppError::not_found("user"));
+    }
+    state.limits.check(Action::Vote, ip, Who::User(user.id))?;
+    Ok(state.store.set_user_blocked(user, name.to_owned(), blocked).await?)
+}
+
+/// The users and communities `user` blocked.
+pub async fn blocks<S: Store>(state: &AppState<S>, user: &User) -> AppResult<Blocks> {
+    Ok(state.store.blocks(user.id).await?)
 }
 
 /// `user`'s votes and saves on a topic and the posts of the page shown.

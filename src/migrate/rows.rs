@@ -21,6 +21,10 @@ pub const TABLES: &[&str] = &[
     "site",
     "invites",
     "community_blocks",
+    "messages",
+    "conversations",
+    "message_reports",
+    "user_blocks",
     "recovery_codes",
 ];
 

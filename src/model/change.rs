@@ -37,8 +37,9 @@ pub enum Change {
     /// A vote's new total; `post_id` is `None` for the topic's own score.
     Scored { topic_id: i64, post_id: Option<i64>, score: i64 },
     /// Users' inboxes changed apart from a reply: a new topic's mentions,
-    /// a moderator's action notified its author, or a user marked
-    /// notifications read. Each
+    /// a moderator's action notified its author, a private message
+    /// reached its recipient, or a user marked notifications read (also by
+    /// reading a conversation). Each
     /// user's live channel hears their new unread count.
     Inbox { notified: Vec<Notified> },
     /// Sessions or tokens of a user were revoked (a logout, a password

@@ -26,7 +26,8 @@ pub enum NoticeKind {
     Reply,
     /// `@name` in a post or in a topic's text.
     Mention,
-    /// A private message (not sent by anything yet: the kind is reserved).
+    /// A private message to the user (no topic or post: `from` names the
+    /// sender, whose conversation holds it).
     Message,
     /// A moderator removed, restored, locked or unlocked the user's topic
     /// or post.

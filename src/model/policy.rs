@@ -466,6 +466,26 @@ pub fn moderation_notice(actor_id: i64, author_id: i64, changed: bool) -> Option
     (changed && actor_id != author_id).then_some(author_id)
 }
 
+/// A private message goes to anyone but its sender, unless they blocked
+/// the sender (answered `blocked`, so the sender knows why).
+pub fn may_message(sender_id: i64, recipient_id: i64, blocked_by_recipient: bool) -> Verdict {
+    if sender_id == recipient_id {
+        return Err(Refusal::Invalid("you cannot send a message to yourself".into()));
+    }
+    if blocked_by_recipient {
+        return Err(Refusal::Denied("blocked", "this user does not take messages from you".into()));
+    }
+    Ok(())
+}
+
+/// A user blocks anyone but themself.
+pub fn may_block(user_id: i64, blocked_id: i64) -> Verdict {
+    if user_id == blocked_id {
+        return Err(Refusal::Invalid("you cannot block yourself".into()));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -518,6 +538,15 @@ mod tests {
     }
 
     // Which facts a rule asks for.
+
+    #[test]
+    fn a_message_goes_to_anyone_but_its_sender_and_those_who_blocked_them() {
+        assert!(may_message(1, 2, false).is_ok());
+        assert!(matches!(may_message(1, 1, false), Err(Refusal::Invalid(_))));
+        assert!(matches!(may_message(1, 2, true), Err(Refusal::Denied("blocked", _))));
+        assert!(may_block(1, 2).is_ok());
+        assert!(may_block(2, 2).is_err());
+    }
 
     #[test]
     fn an_administrators_bans_and_appointments_need_not_be_read() {

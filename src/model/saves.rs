@@ -105,17 +105,20 @@ pub struct Marks {
     pub post_votes: Vec<(i64, i8)>,
     /// Ids of the posts they saved.
     pub posts_saved: Vec<i64>,
+    /// Ids of the page's authors they blocked: those posts show collapsed.
+    pub blocked_authors: Vec<i64>,
 }
 
 impl Marks {
-    /// The marks from both backends' one query: rows of (0 for a vote or
-    /// 1 for a save, 0 for the topic or 1 for a post, the target's id, the
-    /// vote's value).
+    /// The marks from both backends' one query: rows of (0 for a vote, 1
+    /// for a save or 2 for a blocked author; 0 for the topic or 1 for a
+    /// post; the target's or author's id; the vote's value).
     pub fn from_rows(rows: impl IntoIterator<Item = (i64, i64, i64, i64)>) -> Marks {
         let mut marks = Marks::default();
         for (what, kind, id, value) in rows {
             let value = value.clamp(-1, 1) as i8;
             match (what, kind) {
+                (2, _) => marks.blocked_authors.push(id),
                 (0, 0) => marks.topic_vote = value,
                 (0, _) => marks.post_votes.push((id, value)),
                 (_, 0) => marks.topic_saved = true,
@@ -131,6 +134,11 @@ impl Marks {
 
     pub fn saved(&self, post: i64) -> bool {
         self.posts_saved.contains(&post)
+    }
+
+    /// The reader blocked this author: their post shows collapsed.
+    pub fn blocked(&self, author_id: i64) -> bool {
+        self.blocked_authors.contains(&author_id)
     }
 }
 

@@ -24,7 +24,8 @@ impl From<Refusal> for StoreError {
 }
 
 /// The reply just stored as `id`; `replied_to` (the parent's or the
-/// topic's author) is notified unless it is the author themself.
+/// topic's author) is notified live when its notification was stored
+/// (`inbox`): not the author themself, nor one who blocked the author.
 pub fn new_reply(
     id: i64,
     author: &User,
@@ -47,7 +48,7 @@ pub fn new_reply(
         removed: false,
         score: 0,
         author_id: author.id,
-        notify: replied_to.filter(|&u| u != author.id),
+        notify: replied_to.filter(|&u| u != author.id && inbox.iter().any(|n| n.user_id == u)),
         inbox,
     }
 }

@@ -15,9 +15,10 @@ use std::future::Future;
 
 use crate::model::paging::PageLimit;
 use crate::model::{
-    Ban, CastVote, Community, CommunityName, ContentFate, InboxPage, Invite, Link, MarkRead, Marks, ModAction,
-    ModLogEntry, Moderated, NewToken, Post, Profile, Reason, Report, ReportStatus, Saved, SavedCursor, SiteSettings,
-    Text, Timestamp, Title, TokenKind, TokenRecord, Topic, TwoFactor, User, Username, VoteOutcome, VoteTarget,
+    Ban, Blocks, CastVote, Community, CommunityName, ContentFate, ConversationPage, InboxPage, Invite, Link, MarkRead,
+    Marks, Message, MessagePage, MessageReport, MessageReportPage, ModAction, ModLogEntry, Moderated, NewToken,
+    Notified, Post, Profile, Reason, Report, ReportStatus, Saved, SavedCursor, SiteSettings, Text, Timestamp, Title,
+    TokenKind, TokenRecord, Topic, TwoFactor, User, Username, VoteOutcome, VoteTarget,
 };
 
 pub use cursor::Cursor;
@@ -210,6 +211,14 @@ pub struct ListInbox {
     /// Only the unread notifications.
     pub unread_only: bool,
     /// Only notifications with a smaller id (the previous page's `next`).
+    pub after: Option<i64>,
+    pub limit: usize,
+}
+
+/// A page of something listed newest first by id: only ids below
+/// `after` (the previous page's `next`), at most `limit` of them.
+#[derive(Debug, Clone, Copy)]
+pub struct IdPage {
     pub after: Option<i64>,
     pub limit: usize,
 }
@@ -453,6 +462,69 @@ pub trait Store: Send + Sync + 'static {
     /// ignored); returns the unread count after.
     fn mark_read(&self, user_id: i64, mark: MarkRead) -> impl Future<Output = StoreResult<i64>> + Send;
 
+    // Private messages and user blocks. A message's notification is
+    // written in its transaction.
+    /// Stores a message from `sender` to the user named `to`, with its
+    /// notification, and updates both users' conversations; returns the
+    /// message and what the recipient's live channel is told. `NotFound`
+    /// for no such user, `Denied("blocked")` when they blocked the sender
+    /// (`policy::may_message`).
+    fn send_message(
+        &self,
+        sender: &User,
+        to: String,
+        body: Text,
+    ) -> impl Future<Output = StoreResult<(Message, Vec<Notified>)>> + Send;
+    /// One page of the user's conversations, the most recent first.
+    fn conversations(&self, user_id: i64, page: IdPage) -> impl Future<Output = StoreResult<ConversationPage>> + Send;
+    /// One page of the user's conversation with the user named `with`,
+    /// newest first; `NotFound` for no such user. Marks nothing read.
+    fn conversation(
+        &self,
+        user_id: i64,
+        with: String,
+        page: IdPage,
+    ) -> impl Future<Output = StoreResult<MessagePage>> + Send;
+    /// Marks every message from `other_id` to the user read, with their
+    /// notifications; returns the user's unread notification count when
+    /// any notification changed.
+    fn mark_conversation_read(
+        &self,
+        user_id: i64,
+        other_id: i64,
+    ) -> impl Future<Output = StoreResult<Option<i64>>> + Send;
+    /// Reports a message by its recipient; `NotFound` for anyone else's,
+    /// `Conflict` when it was reported already.
+    fn report_message(
+        &self,
+        reporter: &User,
+        message_id: i64,
+        reason: Reason,
+    ) -> impl Future<Output = StoreResult<MessageReport>> + Send;
+    /// Message reports with their messages, newest first (the caller lets
+    /// only administrators ask).
+    fn message_reports(
+        &self,
+        status: Option<ReportStatus>,
+        page: IdPage,
+    ) -> impl Future<Output = StoreResult<MessageReportPage>> + Send;
+    fn resolve_message_report(
+        &self,
+        actor: &User,
+        id: i64,
+        status: ReportStatus,
+    ) -> impl Future<Output = StoreResult<MessageReport>> + Send;
+    /// Blocks (`blocked`) or unblocks the user named `name`; `NotFound`
+    /// for no such user, `Invalid` for oneself. Returns whether anything
+    /// changed.
+    fn set_user_blocked(
+        &self,
+        user: &User,
+        name: String,
+        blocked: bool,
+    ) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// The users and communities the user blocked, by name.
+    fn blocks(&self, user_id: i64) -> impl Future<Output = StoreResult<Blocks>> + Send;
     // An account's lifecycle: its export, read in bounded pages (each
     // `limit` long, from just after `after`, oldest first), its deletion,
     // and its two-factor login.

@@ -346,6 +346,30 @@ async fn mentions_moderation_and_read_marks_reach_the_users_inbox_with_the_unrea
 }
 
 #[tokio::test]
+async fn a_private_message_and_reading_it_reach_the_recipients_inbox_channel() {
+    let app = spawn_live(|_| {}).await;
+    let alice = app.register("alice").await;
+    let bob = app.register("bob").await;
+    let (mut bobs, _) = app.connect(&format!("?token={bob}")).await;
+    let (mut alices, _) = app.connect(&format!("?token={alice}")).await;
+
+    let message = json!({"to": "bob", "body": "psst"});
+    let (status, body) = app.send(reqwest::Method::POST, "/api/v1/messages", &alice, Some(message)).await;
+    assert_eq!(status, 201, "{body}");
+    let heard = json!({"type": "inbox", "kind": "message", "topic_id": null, "post_id": null, "unread": 1});
+    assert_eq!(next_json(&mut bobs).await, heard);
+    let (status, body) = app.send(reqwest::Method::GET, "/api/v1/messages/alice", &bob, None).await;
+    assert_eq!(status, 200, "{body}");
+    let read = json!({"type": "inbox", "kind": null, "topic_id": null, "post_id": null, "unread": 0});
+    assert_eq!(next_json(&mut bobs).await, read, "reading the conversation read its notification");
+    let (status, _) = app.send(reqwest::Method::GET, "/api/v1/messages/alice", &bob, None).await;
+    assert_eq!(status, 200);
+    assert_nothing_pending(&mut bobs).await;
+    assert_nothing_pending(&mut alices).await;
+    app.stop().await;
+}
+
+#[tokio::test]
 async fn malformed_messages_get_an_error_frame_and_the_connection_survives() {
     let app = spawn_live(|_| {}).await;
     let (mut ws, _) = app.connect("").await;

@@ -19,6 +19,9 @@
 //!   registration modes.
 //! - `inbox`: replies, mentions and moderators' actions as stored
 //!   notifications on both stores; paging, marking read, errors.
+//! - `messages`: private messages (sending, conversations, paging, read
+//!   marks, reports read by admins, errors, the rate limit) and blocking
+//!   users, on both stores.
 //! - `search`: full-text search, and the HTML stored with every body.
 //! - `setup`: the first run's one-time admin link.
 //! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
@@ -86,6 +89,7 @@ mod limits;
 mod listings;
 mod live;
 mod logging;
+mod messages;
 mod metrics;
 mod migrate;
 mod moderation;

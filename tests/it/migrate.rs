@@ -30,6 +30,10 @@ const TABLES: &[&str] = &[
     "site",
     "invites",
     "community_blocks",
+    "messages",
+    "conversations",
+    "message_reports",
+    "user_blocks",
     "recovery_codes",
 ];
 
@@ -79,6 +83,11 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
     ok(app.send(Method::POST, &format!("/api/v1/topics/{topic}/save"), Some(&carol), None).await);
     ok(app.send(Method::POST, &format!("/api/v1/posts/{first}/save"), Some(&carol), None).await);
     ok(app.send(Method::POST, "/api/v1/communities/pis/block", Some(&bob), None).await);
+    let (status, sent) = app.post("/api/v1/messages", Some(&carol), json!({"to": "bob", "body": "hi *bob*"})).await;
+    ok((status, sent.clone()));
+    let message = sent["id"].as_i64().expect("message id");
+    ok(app.post(&format!("/api/v1/messages/{message}/report"), Some(&bob), json!({"reason": "spam"})).await);
+    ok(app.send(Method::POST, "/api/v1/users/carol/block", Some(&bob), None).await);
     ok(app.send(Method::PUT, "/api/v1/admin/settings", Some(&admin), Some(json!({"registration": "invite"}))).await);
     // Two-factor secrets and recovery codes, and a deleted account.
     let store = &app.state.store;

@@ -909,6 +909,49 @@ async fn a_scripted_session_gets_only_documented_responses() {
     api.call(delete.clone(), "/communities/raspi/block", None, None, 401).await;
     api.call(post.clone(), "/posts/abc/save", Some(&bob), None, 400).await;
 
+    // Private messages, their reports and user blocks (issue #21).
+    let message = |to: &str, body: &str| Some(json!({"to": to, "body": body}));
+    let sent = api.call(post.clone(), "/messages", Some(&alice), message("bob", "hi *bob*"), 201).await;
+    let m = id(&sent);
+    api.call(post.clone(), "/messages", Some(&alice), message("ALICE", "me"), 422).await;
+    api.call(post.clone(), "/messages", Some(&alice), message("bob", " "), 422).await;
+    api.call(post.clone(), "/messages", Some(&alice), Some(json!({"to": "bob"})), 422).await;
+    api.call(post.clone(), "/messages", Some(&alice), message("nobody", "x"), 404).await;
+    api.call(post.clone(), "/messages", None, message("bob", "x"), 401).await;
+    api.call(get.clone(), "/messages", Some(&bob), None, 200).await;
+    api.call(get.clone(), "/messages?after=0", Some(&bob), None, 400).await;
+    api.call(get.clone(), "/messages", None, None, 401).await;
+    api.call(get.clone(), "/messages/alice?limit=1", Some(&bob), None, 200).await;
+    api.call(get.clone(), "/messages/nobody", Some(&bob), None, 404).await;
+    let reason = || Some(json!({"reason": "spam"}));
+    api.call(post.clone(), &format!("/messages/{m}/report"), Some(&alice), reason(), 404).await;
+    api.call(post.clone(), "/messages/abc/report", Some(&bob), reason(), 400).await;
+    api.call(post.clone(), &format!("/messages/{m}/report"), Some(&bob), Some(json!({"reason": ""})), 422).await;
+    let report = api.call(post.clone(), &format!("/messages/{m}/report"), Some(&bob), reason(), 201).await;
+    api.call(post.clone(), &format!("/messages/{m}/report"), Some(&bob), reason(), 409).await;
+    api.call(get.clone(), "/admin/message-reports", Some(&bob), None, 403).await;
+    api.call(get.clone(), "/admin/message-reports?status=nope", Some(&admin), None, 400).await;
+    api.call(get.clone(), "/admin/message-reports?status=open", Some(&admin), None, 200).await;
+    let resolve = |status: &str| Some(json!({"status": status}));
+    let reports = format!("/admin/message-reports/{}", id(&report));
+    api.call(patch.clone(), &reports, Some(&bob), resolve("resolved"), 403).await;
+    api.call(patch.clone(), &reports, Some(&admin), resolve("open"), 422).await;
+    api.call(patch.clone(), "/admin/message-reports/999999", Some(&admin), resolve("resolved"), 404).await;
+    api.call(patch.clone(), &reports, Some(&admin), resolve("resolved"), 200).await;
+    for _ in 0..2 {
+        api.call(post.clone(), "/users/Alice/block", Some(&bob), None, 204).await;
+    }
+    let refused = api.call(post.clone(), "/messages", Some(&alice), message("bob", "again"), 403).await;
+    assert_eq!(refused["error"]["code"], "blocked");
+    let blocks = api.call(get.clone(), "/me/blocks", Some(&bob), None, 200).await;
+    assert_eq!(blocks["users"], json!(["alice"]));
+    api.call(get.clone(), "/me/blocks", None, None, 401).await;
+    api.call(post.clone(), "/users/bob/block", Some(&bob), None, 422).await;
+    api.call(post.clone(), "/users/nobody/block", Some(&bob), None, 404).await;
+    api.call(delete.clone(), "/users/alice/block", None, None, 401).await;
+    for _ in 0..2 {
+        api.call(delete.clone(), "/users/alice/block", Some(&bob), None, 204).await;
+    }
     // The account's export, two-factor login and deletion (issue #21).
     let export = api.call(get.clone(), "/me/export", Some(&alice), None, 200).await;
     assert_eq!(export["profile"]["name"], "alice");

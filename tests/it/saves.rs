@@ -188,7 +188,13 @@ async fn marks_story<S: Store>(app: &TestApp<S>) {
     marks.post_votes.sort();
     assert_eq!(
         marks,
-        Marks { topic_vote: 1, topic_saved: false, post_votes: vec![(p1, -1)], posts_saved: vec![p2] },
+        Marks {
+            topic_vote: 1,
+            topic_saved: false,
+            post_votes: vec![(p1, -1)],
+            posts_saved: vec![p2],
+            blocked_authors: vec![]
+        },
         "only the posts asked about, only alice's"
     );
     let mut votes = store.topic_votes(alice_id, vec![topic, other, 999_999]).await.expect("votes");

@@ -5,12 +5,13 @@
 use pith::app::auth::token_digest;
 use pith::model::SearchHit;
 use pith::model::{
-    Body, CommunityName, ContentFate, Link, NewToken, Text, Timestamp, Title, TokenKind, Username, VoteTarget,
+    Body, CommunityName, ContentFate, Link, Message, NewToken, NoticeKind, Notified, Reason, ReportStatus, Text,
+    Timestamp, Title, TokenKind, User, Username, VoteTarget,
 };
 use pith::store::sqlite::{SqliteOptions, SqliteStore};
 use pith::store::{
-    ListTopics, NewCommunity, NewPost, NewTopic, PostSort, Search, SearchKind, SearchPage, Store, StoreError,
-    TimeWindow, TopicSort,
+    IdPage, ListTopics, NewCommunity, NewPost, NewTopic, PostSort, Search, SearchKind, SearchPage, Store, StoreError,
+    StoreResult, TimeWindow, TopicSort,
 };
 
 fn body(s: &str) -> Body {
@@ -314,7 +315,88 @@ pub async fn story<S: Store>(store: &S) {
     let nowhere = store.search(search("x", SearchKind::Topics, Some("nowhere"))).await;
     assert!(matches!(nowhere, Err(StoreError::NotFound(_))), "{nowhere:?}");
 
+    messages_and_blocks(store, (&alice, &bob, &carol), cards.id).await;
     lifecycle(store, &alice, cards.id).await;
+}
+
+async fn send<S: Store>(store: &S, from: &User, to: &str, text: &str) -> StoreResult<(Message, Vec<Notified>)> {
+    store.send_message(from, to.into(), Text::render(body(text))).await
+}
+
+/// Private messages: carol writes to bob, who reads them, reports one and
+/// blocks her; then nothing of hers reaches him.
+async fn messages_and_blocks<S: Store>(store: &S, (alice, bob, carol): (&User, &User, &User), topic: i64) {
+    let page = |after, limit| IdPage { after, limit };
+    let unread_before = store.unread_count(bob.id).await.expect("count");
+    let (m1, notified) = send(store, carol, "BOB", "hello *bob*").await.expect("send");
+    assert_eq!((m1.from.as_str(), m1.to.as_str(), m1.read), ("carol", "bob", false));
+    assert_eq!(m1.body_html, "<p>hello <em>bob</em></p>\n");
+    let heard: Vec<_> = notified.iter().map(|n| (n.user_id, n.kind, n.unread)).collect();
+    assert_eq!(heard, [(bob.id, Some(NoticeKind::Message), unread_before + 1)]);
+    let (m2, _) = send(store, carol, "bob", "are you there?").await.expect("send");
+    let (m3, _) = send(store, bob, "carol", "yes").await.expect("answer");
+    assert!(matches!(send(store, carol, "nobody", "x").await, Err(StoreError::NotFound("user"))));
+    assert!(matches!(send(store, carol, "carol", "x").await, Err(StoreError::Invalid(_))));
+
+    let list = store.conversations(bob.id, page(None, 10)).await.expect("list");
+    let c = &list.conversations[0];
+    assert_eq!((list.conversations.len(), list.next), (1, None));
+    assert_eq!(
+        (c.with.as_str(), c.last_id, c.last_from.as_str(), c.excerpt.as_str(), c.unread),
+        ("carol", m3.id, "bob", "yes", 2)
+    );
+    let first = store.conversation(bob.id, "Carol".into(), page(None, 2)).await.expect("read");
+    assert_eq!(first.with, "carol");
+    assert_eq!(first.messages.iter().map(|m| m.id).collect::<Vec<_>>(), [m3.id, m2.id]);
+    assert_eq!(first.next, Some(m2.id));
+    let rest = store.conversation(bob.id, "carol".into(), page(first.next, 2)).await.expect("read");
+    assert_eq!((rest.messages.iter().map(|m| m.id).collect::<Vec<_>>(), rest.next), (vec![m1.id], None));
+    assert!(matches!(store.conversation(bob.id, "nobody".into(), page(None, 2)).await, Err(StoreError::NotFound(_))));
+    let marked = store.mark_conversation_read(bob.id, carol.id).await.expect("mark");
+    assert_eq!(marked, Some(unread_before), "both message notifications read");
+    assert_eq!(store.mark_conversation_read(bob.id, carol.id).await.expect("mark"), None, "nothing left");
+    let list = store.conversations(bob.id, page(None, 10)).await.expect("list");
+    assert_eq!(list.conversations[0].unread, 0);
+    let read = store.conversation(carol.id, "bob".into(), page(None, 10)).await.expect("read");
+    assert!(read.messages.iter().filter(|m| m.to == "bob").all(|m| m.read), "carol sees they were read");
+    assert!(!read.messages[0].read, "bob's answer is not read yet");
+
+    // Only its recipient reports a message; only an admin resolves it.
+    let reason = || Reason::parse("abusive", true).expect("reason");
+    assert!(matches!(store.report_message(carol, m1.id, reason()).await, Err(StoreError::NotFound(_))));
+    let report = store.report_message(bob, m1.id, reason()).await.expect("report");
+    assert_eq!((report.message.id, report.reporter.as_str(), report.status), (m1.id, "bob", ReportStatus::Open));
+    assert!(matches!(store.report_message(bob, m1.id, reason()).await, Err(StoreError::Conflict(_))));
+    let open = store.message_reports(Some(ReportStatus::Open), page(None, 10)).await.expect("reports");
+    assert_eq!(
+        open.reports.iter().map(|r| (r.id, r.message.body.as_str())).collect::<Vec<_>>(),
+        [(report.id, "hello *bob*")]
+    );
+    assert!(matches!(
+        store.resolve_message_report(bob, report.id, ReportStatus::Resolved).await,
+        Err(StoreError::Forbidden(_))
+    ));
+    let done = store.resolve_message_report(alice, report.id, ReportStatus::Resolved).await.expect("resolve");
+    assert_eq!((done.status, done.resolved_by.as_deref()), (ReportStatus::Resolved, Some("alice")));
+    assert!(store.message_reports(Some(ReportStatus::Open), page(None, 10)).await.expect("reports").reports.is_empty());
+
+    // Blocking: idempotent; carol's messages refused, her reply and mention
+    // notify bob of nothing, her posts marked for collapsing.
+    assert!(store.set_user_blocked(bob, "Carol".into(), true).await.expect("block"));
+    assert!(!store.set_user_blocked(bob, "carol".into(), true).await.expect("again"));
+    assert!(matches!(store.set_user_blocked(bob, "bob".into(), true).await, Err(StoreError::Invalid(_))));
+    assert!(matches!(store.set_user_blocked(bob, "nobody".into(), true).await, Err(StoreError::NotFound(_))));
+    let blocks = store.blocks(bob.id).await.expect("blocks");
+    assert_eq!((blocks.users, blocks.communities), (vec!["carol".to_owned()], vec![]));
+    assert!(matches!(send(store, carol, "bob", "hey").await, Err(StoreError::Denied("blocked", _))));
+    let quiet = store.create_post(carol, reply(topic, None, "@bob look")).await.expect("reply");
+    assert_eq!((quiet.notify, quiet.inbox.len()), (None, 0), "no reply or mention reaches bob");
+    let marks = store.marks(bob.id, topic, vec![quiet.id]).await.expect("marks");
+    assert_eq!(marks.blocked_authors, [carol.id]);
+    assert!(store.marks(alice.id, topic, vec![quiet.id]).await.expect("marks").blocked_authors.is_empty());
+    assert!(store.set_user_blocked(bob, "carol".into(), false).await.expect("unblock"));
+    assert!(!store.set_user_blocked(bob, "carol".into(), false).await.expect("again"));
+    assert!(store.blocks(bob.id).await.expect("blocks").users.is_empty());
 }
 
 /// An account's export read in pages, two-factor state, and deletion.
@@ -413,6 +495,6 @@ async fn the_postgres_store_tells_the_whole_story_and_keeps_it_across_a_reconnec
     let profile = store.profile("bob".into()).await.expect("profile");
     assert_eq!(profile.topics[0].body.as_deref(), Some("Which microSD card?"));
     let applied = db.client().await.query_one("SELECT count(*) FROM pith_migrations", &[]).await.expect("count");
-    assert_eq!(applied.get::<_, i64>(0), 7);
+    assert_eq!(applied.get::<_, i64>(0), 8);
     store.shutdown().await;
 }

@@ -19,6 +19,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (4, include_str!("../../../migrations/postgres/0004_sessions_and_lookalikes.sql")),
     (5, include_str!("../../../migrations/postgres/0005_saves_and_blocks.sql")),
     (6, include_str!("../../../migrations/postgres/0006_inbox.sql")),
+    (7, include_str!("../../../migrations/postgres/0007_messages_and_user_blocks.sql")),
     (9, include_str!("../../../migrations/postgres/0009_two_factor_and_deletion.sql")),
 ];
 

@@ -25,17 +25,22 @@ pub async fn user_ids(c: &impl GenericClient, names: &[String]) -> StoreResult<V
     Ok(ids)
 }
 
-/// Stores the notifications; returns what each user's live channel is told.
+/// Stores the notifications, but none from a user its recipient blocked;
+/// returns what each notified user's live channel is told.
 pub async fn notify(c: &impl GenericClient, notices: &[NewNotice], now: Timestamp) -> StoreResult<Vec<Notified>> {
     let mut out = Vec::with_capacity(notices.len());
     for n in notices {
-        exec(
+        let stored = exec(
             c,
             "INSERT INTO notifications (user_id, kind, from_id, topic_id, post_id, excerpt, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+             SELECT $1::bigint, $2::text, $3::bigint, $4::bigint, $5::bigint, $6::text, $7::bigint WHERE NOT EXISTS \
+             (SELECT 1 FROM user_blocks WHERE user_id = $1 AND blocked_id = $3)",
             &[&n.user_id, &n.kind.as_str(), &n.from_id, &n.topic_id, &n.post_id, &n.excerpt, &now.0],
         )
         .await?;
+        if stored == 0 {
+            continue;
+        }
         out.push(Notified {
             user_id: n.user_id,
             kind: Some(n.kind),

@@ -9,6 +9,7 @@ pub mod conn;
 mod first_admin;
 pub mod inbox;
 pub mod lifecycle;
+pub mod messages;
 pub mod moderation;
 mod parts;
 pub mod reads;
@@ -23,12 +24,13 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 
 use crate::model::{
-    Ban, Community, InboxPage, Invite, MarkRead, ModAction, Moderated, NewToken, Post, Profile, Reason, Report,
-    ReportStatus, SiteSettings, Text, Timestamp, TokenRecord, Topic, User, Username, VoteOutcome, VoteTarget,
+    Ban, Blocks, Community, ConversationPage, InboxPage, Invite, MarkRead, Message, MessagePage, MessageReport,
+    MessageReportPage, ModAction, Moderated, NewToken, Notified, Post, Profile, Reason, Report, ReportStatus,
+    SiteSettings, Text, Timestamp, TokenRecord, Topic, User, Username, VoteOutcome, VoteTarget,
 };
 use crate::store::{
-    ListInbox, ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic, PostSort,
-    ReportPage, Search, SearchPage, Store, StoreResult, TopicPage,
+    IdPage, ListInbox, ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic,
+    PostSort, ReportPage, Search, SearchPage, Store, StoreResult, TopicPage,
 };
 
 use conn::{begin, finish, get, snapshot};
@@ -388,6 +390,47 @@ impl Store for PgStore {
 
     async fn mark_read(&self, user_id: i64, mark: MarkRead) -> StoreResult<i64> {
         write!(self, |c| inbox::mark_read(c, user_id, &mark))
+    }
+
+    async fn send_message(&self, sender: &User, to: String, body: Text) -> StoreResult<(Message, Vec<Notified>)> {
+        let now = Timestamp::now();
+        let excerpt = crate::markdown::excerpt(body.as_str(), crate::model::inbox::EXCERPT_CHARS);
+        write!(self, |c| messages::send_message(c, sender, &to, &body, &excerpt, now))
+    }
+
+    async fn conversations(&self, user_id: i64, page: IdPage) -> StoreResult<ConversationPage> {
+        read!(self, |c| messages::conversations(c, user_id, page))
+    }
+
+    async fn conversation(&self, user_id: i64, with: String, page: IdPage) -> StoreResult<MessagePage> {
+        read!(self, |c| messages::conversation(c, user_id, &with, page))
+    }
+
+    async fn mark_conversation_read(&self, user_id: i64, other_id: i64) -> StoreResult<Option<i64>> {
+        write!(self, |c| messages::mark_conversation_read(c, user_id, other_id))
+    }
+
+    async fn report_message(&self, reporter: &User, message_id: i64, reason: Reason) -> StoreResult<MessageReport> {
+        let now = Timestamp::now();
+        write!(self, |c| messages::report_message(c, reporter, message_id, &reason, now))
+    }
+
+    async fn message_reports(&self, status: Option<ReportStatus>, page: IdPage) -> StoreResult<MessageReportPage> {
+        read!(self, |c| messages::message_reports(c, status, page))
+    }
+
+    async fn resolve_message_report(&self, actor: &User, id: i64, status: ReportStatus) -> StoreResult<MessageReport> {
+        let now = Timestamp::now();
+        write!(self, |c| messages::resolve_message_report(c, actor, id, status, now))
+    }
+
+    async fn set_user_blocked(&self, user: &User, name: String, blocked: bool) -> StoreResult<bool> {
+        let now = Timestamp::now();
+        write!(self, |c| messages::set_user_blocked(c, user, &name, blocked, now))
+    }
+
+    async fn blocks(&self, user_id: i64) -> StoreResult<Blocks> {
+        read!(self, |c| messages::blocks(c, user_id))
     }
 
     async fn authored_topics(&self, user_id: i64, after: Option<i64>, limit: usize) -> StoreResult<Vec<Topic>> {

@@ -146,7 +146,9 @@ pub async fn marks(c: &impl GenericClient, user_id: i64, topic: i64, posts: &[i6
     let sql = "SELECT 0::bigint, v.kind, v.target_id, v.value FROM votes v \
          WHERE v.user_id = $1 AND ((v.kind = 0 AND v.target_id = $2) OR (v.kind = 1 AND v.target_id = ANY($3))) \
          UNION ALL SELECT 1::bigint, s.kind, s.target_id, 0::bigint FROM saves s \
-         WHERE s.user_id = $1 AND ((s.kind = 0 AND s.target_id = $2) OR (s.kind = 1 AND s.target_id = ANY($3)))";
+         WHERE s.user_id = $1 AND ((s.kind = 0 AND s.target_id = $2) OR (s.kind = 1 AND s.target_id = ANY($3))) \
+         UNION ALL SELECT 2::bigint, 1::bigint, b.blocked_id, 0::bigint FROM user_blocks b \
+         WHERE b.user_id = $1 AND b.blocked_id IN (SELECT author_id FROM posts WHERE id = ANY($3))";
     let posts = posts.to_vec();
     let rows = all(c, sql, &[&user_id, &topic, &posts]).await?;
     let rows: Vec<(i64, i64, i64, i64)> =

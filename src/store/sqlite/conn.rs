@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0005_sessions_and_lookalikes.sql"),
     include_str!("../../../migrations/sqlite/0006_saves_and_blocks.sql"),
     include_str!("../../../migrations/sqlite/0007_inbox.sql"),
+    include_str!("../../../migrations/sqlite/0008_messages_and_user_blocks.sql"),
     include_str!("../../../migrations/sqlite/0010_two_factor_and_deletion.sql"),
 ];
 

@@ -23,18 +23,24 @@ pub fn user_ids(conn: &Connection, names: &[String]) -> StoreResult<Vec<i64>> {
     Ok(ids)
 }
 
-/// Stores the notifications; returns what each user's live channel is told.
+/// Stores the notifications, but none from a user its recipient blocked;
+/// returns what each notified user's live channel is told.
 pub fn notify(conn: &Connection, notices: &[NewNotice], now: Timestamp) -> StoreResult<Vec<Notified>> {
     let mut out = Vec::with_capacity(notices.len());
     for n in notices {
-        conn.prepare_cached(
-            "INSERT INTO notifications (user_id, kind, from_id, topic_id, post_id, excerpt, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )
-        .and_then(|mut s| {
-            s.execute(params![n.user_id, n.kind.as_str(), n.from_id, n.topic_id, n.post_id, n.excerpt, now.0])
-        })
-        .map_err(map_err)?;
+        let stored = conn
+            .prepare_cached(
+                "INSERT INTO notifications (user_id, kind, from_id, topic_id, post_id, excerpt, created_at) \
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE NOT EXISTS \
+                 (SELECT 1 FROM user_blocks WHERE user_id = ?1 AND blocked_id = ?3)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![n.user_id, n.kind.as_str(), n.from_id, n.topic_id, n.post_id, n.excerpt, now.0])
+            })
+            .map_err(map_err)?;
+        if stored == 0 {
+            continue;
+        }
         out.push(Notified {
             user_id: n.user_id,
             kind: Some(n.kind),

@@ -10,6 +10,7 @@ pub mod conn;
 mod first_admin;
 pub mod inbox;
 pub mod lifecycle;
+pub mod messages;
 pub mod moderation;
 mod parts;
 mod readers;
@@ -28,12 +29,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::model::{
-    Ban, Community, InboxPage, Invite, MarkRead, ModAction, Moderated, NewToken, Post, Profile, Reason, Report,
-    ReportStatus, SiteSettings, Text, Timestamp, TokenRecord, Topic, User, Username, VoteOutcome, VoteTarget,
+    Ban, Blocks, Community, ConversationPage, InboxPage, Invite, MarkRead, Message, MessagePage, MessageReport,
+    MessageReportPage, ModAction, Moderated, NewToken, Notified, Post, Profile, Reason, Report, ReportStatus,
+    SiteSettings, Text, Timestamp, TokenRecord, Topic, User, Username, VoteOutcome, VoteTarget,
 };
 use crate::store::{
-    ListInbox, ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic, PostSort,
-    ReportPage, Search, SearchPage, Store, StoreError, StoreResult, TopicPage,
+    IdPage, ListInbox, ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic,
+    PostSort, ReportPage, Search, SearchPage, Store, StoreError, StoreResult, TopicPage,
 };
 
 use checkpoint::Checkpointer;
@@ -463,6 +465,48 @@ impl Store for SqliteStore {
 
     async fn mark_read(&self, user_id: i64, mark: MarkRead) -> StoreResult<i64> {
         self.writer.write(move |c| inbox::mark_read(c, user_id, &mark)).await
+    }
+
+    async fn send_message(&self, sender: &User, to: String, body: Text) -> StoreResult<(Message, Vec<Notified>)> {
+        let (sender, now) = (sender.clone(), Timestamp::now());
+        // The excerpt is parsed here, not on the writer thread.
+        let excerpt = crate::markdown::excerpt(body.as_str(), crate::model::inbox::EXCERPT_CHARS);
+        self.writer.write(move |c| messages::send_message(c, &sender, &to, &body, &excerpt, now)).await
+    }
+
+    async fn conversations(&self, user_id: i64, page: IdPage) -> StoreResult<ConversationPage> {
+        self.readers.read(move |c| messages::conversations(c, user_id, page)).await
+    }
+
+    async fn conversation(&self, user_id: i64, with: String, page: IdPage) -> StoreResult<MessagePage> {
+        self.readers.read(move |c| messages::conversation(c, user_id, &with, page)).await
+    }
+
+    async fn mark_conversation_read(&self, user_id: i64, other_id: i64) -> StoreResult<Option<i64>> {
+        self.writer.write(move |c| messages::mark_conversation_read(c, user_id, other_id)).await
+    }
+
+    async fn report_message(&self, reporter: &User, message_id: i64, reason: Reason) -> StoreResult<MessageReport> {
+        let (reporter, now) = (reporter.clone(), Timestamp::now());
+        self.writer.write(move |c| messages::report_message(c, &reporter, message_id, &reason, now)).await
+    }
+
+    async fn message_reports(&self, status: Option<ReportStatus>, page: IdPage) -> StoreResult<MessageReportPage> {
+        self.readers.read(move |c| messages::message_reports(c, status, page)).await
+    }
+
+    async fn resolve_message_report(&self, actor: &User, id: i64, status: ReportStatus) -> StoreResult<MessageReport> {
+        let (actor, now) = (actor.clone(), Timestamp::now());
+        self.writer.write(move |c| messages::resolve_message_report(c, &actor, id, status, now)).await
+    }
+
+    async fn set_user_blocked(&self, user: &User, name: String, blocked: bool) -> StoreResult<bool> {
+        let (user, now) = (user.clone(), Timestamp::now());
+        self.writer.write(move |c| messages::set_user_blocked(c, &user, &name, blocked, now)).await
+    }
+
+    async fn blocks(&self, user_id: i64) -> StoreResult<Blocks> {
+        self.readers.read(move |c| messages::blocks(c, user_id)).await
     }
 
     async fn authored_topics(&self, user_id: i64, after: Option<i64>, limit: usize) -> StoreResult<Vec<Topic>> {

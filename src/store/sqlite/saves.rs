@@ -139,7 +139,10 @@ pub fn marks(conn: &Connection, user_id: i64, topic: i64, posts: &[i64]) -> Stor
            OR (v.kind = 1 AND v.target_id IN (SELECT value FROM json_each(?3)))) \
          UNION ALL SELECT 1, s.kind, s.target_id, 0 FROM saves s \
          WHERE s.user_id = ?1 AND ((s.kind = 0 AND s.target_id = ?2) \
-           OR (s.kind = 1 AND s.target_id IN (SELECT value FROM json_each(?3))))";
+           OR (s.kind = 1 AND s.target_id IN (SELECT value FROM json_each(?3)))) \
+         UNION ALL SELECT 2, 1, b.blocked_id, 0 FROM user_blocks b \
+         WHERE b.user_id = ?1 AND b.blocked_id IN \
+           (SELECT author_id FROM posts WHERE id IN (SELECT value FROM json_each(?3)))";
     let rows: Vec<(i64, i64, i64, i64)> = conn
         .prepare_cached(sql)
         .and_then(|mut s| {

@@ -207,6 +207,20 @@ pub struct UserResetLinkConfig {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct UserDeleteConfig {
+    /// The user whose account to delete.
+    pub name: String,
+
+    /// What becomes of their topics and posts: `keep_anonymous` (they stay,
+    /// under no name) or `remove` (their text is erased).
+    #[arg(long, value_parser = ["keep_anonymous", "remove"])]
+    pub content: String,
+
+    #[command(flatten)]
+    pub data: DataConfig,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct UserInviteConfig {
     /// Days until the code expires; without it, the code never expires.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=366))]

@@ -16,7 +16,7 @@ use clap::{ArgMatches, Command as ClapCommand, CommandFactory, FromArgMatches};
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{
-    BackupConfig, RestoreConfig, SeedConfig, ServeConfig, Setting, UserAddConfig, UserInviteConfig,
+    BackupConfig, RestoreConfig, SeedConfig, ServeConfig, Setting, UserAddConfig, UserDeleteConfig, UserInviteConfig,
     UserResetLinkConfig, UserTokenConfig,
 };
 
@@ -89,6 +89,10 @@ pub enum UserCommand {
     /// an administrator to hand over when the forum sends no mail; prints
     /// it as the last line of stdout.
     ResetLink(UserResetLinkConfig),
+    /// Delete an account (its sessions, inbox, saves and votes' record go;
+    /// its name stays reserved), keeping its content under no name or
+    /// removing it.
+    Delete(UserDeleteConfig),
 }
 /// A loaded config file: its path and its settings as strings.
 struct File {

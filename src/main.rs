@@ -30,6 +30,7 @@ fn main() -> std::process::ExitCode {
         Command::User { command: UserCommand::Token(cfg) } => pith::users::token(cfg),
         Command::User { command: UserCommand::Invite(cfg) } => pith::users::invite(cfg),
         Command::User { command: UserCommand::ResetLink(cfg) } => pith::users::reset_link(cfg),
+        Command::User { command: UserCommand::Delete(cfg) } => pith::users::delete(cfg),
         Command::Bench(args) => pith::bench::main(args),
         Command::Backup(cfg) => pith::backup::backup(cfg),
         Command::Restore(cfg) => pith::backup::restore(cfg),

@@ -4,17 +4,19 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub mod account;
 pub mod change;
 pub mod inbox;
 mod lookalike;
-pub mod messages;
 pub mod mail;
+pub mod messages;
 mod moderation;
 pub mod paging;
 pub mod policy;
 mod saves;
 mod search;
 mod sessions;
+pub use account::{CastVote, ContentFate, TwoFactor};
 pub use change::Change;
 pub use inbox::{InboxPage, MarkRead, NewNotice, Notice, NoticeKind, Notified};
 pub use lookalike::NameKeys;

@@ -1,15 +1,17 @@
 //! `pith user`: create an account from the command line (the way to make
 //! the first administrator) and print a fresh API token, issue a new API
-//! token to an existing account, or create an invite code for a site that
-//! admits by invitation.
+//! token to an existing account, create an invite code for a site that
+//! admits by invitation, or delete an account.
 
 use std::future::Future;
 
 use anyhow::Context;
 
 use crate::app::auth::{hash_password, new_token, token_digest};
-use crate::config::{Backend, DataConfig, UserAddConfig, UserInviteConfig, UserResetLinkConfig, UserTokenConfig};
-use crate::model::{NewToken, Password, Timestamp, TokenKind, User, Username};
+use crate::config::{
+    Backend, DataConfig, UserAddConfig, UserDeleteConfig, UserInviteConfig, UserResetLinkConfig, UserTokenConfig,
+};
+use crate::model::{ContentFate, NewToken, Password, Timestamp, TokenKind, User, Username};
 use crate::store::postgres::{PgOptions, PgStore};
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 use crate::store::{Store, StoreError};
@@ -115,6 +117,28 @@ pub fn invite(cfg: UserInviteConfig) -> anyhow::Result<()> {
     }
     println!("{code}");
     Ok(())
+}
+
+/// Deletes an account as `DELETE /api/v1/admin/users/{name}` does. A
+/// server running on the same database notices within a minute (its
+/// token cache); pages it cached keep the name until their topic is next
+/// written to, so on a live site the admin API is the better door.
+pub fn delete(cfg: UserDeleteConfig) -> anyhow::Result<()> {
+    let fate = ContentFate::parse(&cfg.content).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let name = cfg.name.clone();
+    let topics = match cfg.data.backend() {
+        Backend::Sqlite(_) => with_sqlite(&cfg.data, |store| delete_user(store, name, fate))?,
+        Backend::Postgres(url) => with_postgres(&url, |store| delete_user(store, name, fate))?,
+    };
+    eprintln!("deleted user {} ({}); {topics} topics touched", cfg.name, fate.as_str());
+    Ok(())
+}
+
+async fn delete_user<S: Store>(store: std::sync::Arc<S>, name: String, fate: ContentFate) -> anyhow::Result<usize> {
+    let Some((user, _)) = store.user_credentials(name.clone()).await? else {
+        anyhow::bail!("there is no user {name}");
+    };
+    Ok(store.delete_user(user.id, fate).await?.len())
 }
 
 /// Creates the account and its first API token.

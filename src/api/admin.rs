@@ -1,5 +1,5 @@
-//! Site administration routes: the registration setting, invite codes and
-//! site-wide bans. Site administrators only (`users.is_admin`).
+//! Site administration routes: the registration setting, invite codes,
+//! site-wide bans and deleting (purging) an account. Site administrators only (`users.is_admin`).
 
 use axum::Router;
 use axum::extract::State;
@@ -24,6 +24,7 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/admin/invites", post(create_invite::<S>))
         .route("/admin/bans", get(list_site_bans::<S>).post(site_ban::<S>))
         .route("/admin/bans/{username}", delete(site_unban::<S>))
+        .route("/admin/users/{name}", delete(purge_user::<S>))
 }
 
 /// Refuses anyone but a site administrator, before anything else is read.
@@ -94,5 +95,22 @@ async fn site_unban<S: Store>(
 ) -> AppResult<StatusCode> {
     admin_only(&auth)?;
     moderation::unban(&state, &auth.user, None, user).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+pub struct Purge {
+    /// `keep_anonymous` or `remove`.
+    content: String,
+}
+
+async fn purge_user<S: Store>(
+    State(state): State<AppState<S>>,
+    auth: AuthUser,
+    Path(name): Path<String>,
+    Json(req): Json<Purge>,
+) -> AppResult<StatusCode> {
+    admin_only(&auth)?;
+    crate::app::deletion::delete_by_admin(&state, &auth.user, name, &req.content).await?;
     Ok(StatusCode::NO_CONTENT)
 }

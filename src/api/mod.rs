@@ -44,6 +44,8 @@ pub fn body_limit(route: &str) -> usize {
         r if r.starts_with("/auth/password-reset") || r.starts_with("/me/email") || r == "/auth/verify-email" => {
             8 * KIB
         }
+        // A password and a word; a code; a password and a code.
+        "/me" | "/me/two-factor" | "/me/two-factor/confirm" | "/me/two-factor/disable" => 8 * KIB,
         // At most 100 ids, or {"all": true}.
         "/inbox/read" => 8 * KIB,
         // A community's name, title and a 10,000-character description.

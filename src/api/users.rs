@@ -27,6 +27,9 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
 pub struct Credentials {
     username: String,
     password: String,
+    /// With two-factor login on: a code from the app, or a recovery code.
+    #[serde(default)]
+    totp: Option<String>,
 }
 
 /// A registration: credentials and, when the site admits by invitation
@@ -71,7 +74,7 @@ async fn login<S: Store>(
     UserAgent(ua): UserAgent,
     Json(req): Json<Credentials>,
 ) -> AppResult<Response> {
-    let user = check_login(&state, ip, &req.username, req.password).await?;
+    let user = check_login(&state, ip, &req.username, req.password, req.totp.as_deref()).await?;
     let token = issue_token(&state, &user, TokenKind::Api, &ua).await?;
     Ok(axum::Json(Session { token, user }).into_response())
 }

@@ -69,8 +69,16 @@ pub async fn create_account<S: Store>(
     }
 }
 
-/// The user `name` when `password` is theirs, for the API and the form.
-pub async fn check_login<S: Store>(state: &AppState<S>, ip: ClientIp, name: &str, password: String) -> AppResult<User> {
+/// The user `name` when `password` is theirs and, with two-factor login
+/// on, `totp` is a good code (`two_factor::check_login`); for the API and
+/// the form.
+pub async fn check_login<S: Store>(
+    state: &AppState<S>,
+    ip: ClientIp,
+    name: &str,
+    password: String,
+    totp: Option<&str>,
+) -> AppResult<User> {
     if name.len() > 64 || password.len() > 256 {
         return Err(AppError::BadCredentials);
     }
@@ -86,6 +94,7 @@ pub async fn check_login<S: Store>(state: &AppState<S>, ip: ClientIp, name: &str
     match (user, ok) {
         (Some(user), true) => {
             super::email::check_held(state, &user).await?;
+            super::two_factor::check_login(state, ip, &user, totp).await?;
             Ok(user)
         }
         _ => Err(AppError::BadCredentials),

@@ -35,6 +35,10 @@ pub fn apply_here<S: Store>(state: &AppState<S>, change: &Change) {
         Change::TopicCreated { topic } => hub.topic_created(topic),
         Change::TopicChanged { .. } => {}
         Change::TokensRevoked { user_id } => state.tokens.forget_user(*user_id),
+        Change::AccountDeleted { user_id, topics } => {
+            state.tokens.forget_user(*user_id);
+            topics.iter().for_each(|&topic| super::read::evict(state, topic));
+        }
         Change::Scored { topic_id, post_id, score } => {
             hub.score(post_id.is_some(), post_id.unwrap_or(*topic_id), *topic_id, *score)
         }

@@ -18,6 +18,9 @@
 //!   the digest setting; `mail`: the SMTP settings and the sender that
 //!   drains the outbox.
 //! - `site`: site settings, invites, the first administrator.
+//! - `export`: an account's data as one streamed JSON document;
+//!   `deletion`: deleting an account (its owner, or an admin's purge);
+//!   `two_factor`: TOTP enrolment, recovery codes, the login's second step.
 //! - `read`: a topic's rendered, cached answer; `text`: Markdown rendered
 //!   once, in the operation that writes it.
 //! - `apply`: a `Change` applied; `bus`: Changes to and from other nodes.
@@ -30,12 +33,14 @@ pub mod apply;
 pub mod auth;
 pub mod bus;
 pub mod communities;
+pub mod deletion;
 pub mod email;
 pub mod error;
+pub mod export;
 pub mod inbox;
 pub mod limits;
-pub mod messages;
 pub mod mail;
+pub mod messages;
 pub mod moderation;
 pub mod posts;
 pub mod read;
@@ -44,6 +49,7 @@ pub mod sessions;
 pub mod site;
 pub mod text;
 pub mod topics;
+pub mod two_factor;
 pub mod votes;
 pub mod web_settings;
 

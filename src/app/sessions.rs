@@ -163,27 +163,41 @@ pub async fn change_password<S: Store>(
     current: String,
     new: &str,
 ) -> AppResult<usize> {
-    state.limits.check(Action::Login, ip, Who::Name(&auth.user.name))?;
-    if current.len() > 256 {
-        return Err(wrong_password());
-    }
     let new = Password::parse(new)?;
-    let Some((_, Some(old_hash))) = state.store.user_credentials(auth.user.name.clone()).await? else {
-        return Err(AppError::Rejected(
-            StatusCode::FORBIDDEN,
-            "no_password",
-            "this account has no password to change: it signs in with a token only".into(),
-        ));
-    };
-    let hash = old_hash.clone();
-    if !blocking(move || verify_password(&current, &hash)).await? {
-        return Err(wrong_password());
-    }
+    let old_hash = check_password(state, ip, &auth.user, current).await?;
     let new_hash = blocking(move || hash_password(new.as_str())).await?.map_err(AppError::Internal)?;
     forget_all(state, auth.user.id).await?;
     let revoked = state.store.set_password(auth.user.id, old_hash, new_hash, Some(auth.digest)).await?;
     forget(state, auth.user.id, &revoked);
     Ok(revoked.len())
+}
+
+/// Checks that `password` is the user's own, before a change to their
+/// account (a new password, 2FA off, deletion); returns the stored hash.
+/// Counts as a login attempt for the rate limits: it checks a password.
+/// 403 `wrong_password`, or `no_password` for an account with none.
+pub async fn check_password<S: Store>(
+    state: &AppState<S>,
+    ip: ClientIp,
+    user: &User,
+    password: String,
+) -> AppResult<String> {
+    state.limits.check(Action::Login, ip, Who::Name(&user.name))?;
+    if password.len() > 256 {
+        return Err(wrong_password());
+    }
+    let Some((_, Some(stored))) = state.store.user_credentials(user.name.clone()).await? else {
+        return Err(AppError::Rejected(
+            StatusCode::FORBIDDEN,
+            "no_password",
+            "this account has no password: it signs in with a token only".into(),
+        ));
+    };
+    let hash = stored.clone();
+    if !blocking(move || verify_password(&password, &hash)).await? {
+        return Err(wrong_password());
+    }
+    Ok(stored)
 }
 
 fn wrong_password() -> AppError {

@@ -28,6 +28,7 @@ pub const TABLES: &[&str] = &[
     "emails",
     "mail_tokens",
     "outbox",
+    "recovery_codes",
 ];
 
 /// Tables the schema itself fills (one settings row), which a new database

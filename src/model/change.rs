@@ -46,6 +46,11 @@ pub enum Change {
     /// change, "sign out everywhere else"): every node forgets the user's
     /// cached tokens, so none still answers for a revoked one.
     TokensRevoked { user_id: i64 },
+    /// An account was deleted (by its owner or an administrator): every
+    /// node forgets its cached tokens, and evicts the renderings of the
+    /// topics it wrote or replied in, which showed its name (or its
+    /// removed text).
+    AccountDeleted { user_id: i64, topics: Vec<i64> },
 }
 
 impl Change {
@@ -57,7 +62,11 @@ impl Change {
             Change::PostRemoved { topic_id, .. }
             | Change::TopicChanged { topic_id }
             | Change::Scored { topic_id, .. } => Some(*topic_id),
-            Change::TopicCreated { .. } | Change::TokensRevoked { .. } | Change::Inbox { .. } => None,
+            // An account's deletion makes many topics stale: `stale_topics`.
+            Change::TopicCreated { .. }
+            | Change::TokensRevoked { .. }
+            | Change::Inbox { .. }
+            | Change::AccountDeleted { .. } => None,
         }
     }
 }
@@ -105,6 +114,8 @@ mod tests {
             Change::PostRemoved { topic_id: 3, post_id: 9 },
             Change::TopicChanged { topic_id: 3 },
             Change::Scored { topic_id: 3, post_id: None, score: -2 },
+            Change::TokensRevoked { user_id: 5 },
+            Change::AccountDeleted { user_id: 5, topics: vec![3, 8] },
         ];
         for change in changes {
             let text = serde_json::to_string(&change).expect("serialises");

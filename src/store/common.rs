@@ -126,6 +126,19 @@ pub fn topic_page(mut rows: Vec<(Topic, f64)>, limit: usize, sort: TopicSort) ->
     TopicPage { topics: rows.into_iter().map(|(t, _)| t).collect(), next }
 }
 
+/// The tables whose rows of a deleted account go (`user_id`), whatever
+/// becomes of its content: its sessions and tokens, inbox, saves, blocks,
+/// the record of its votes (the scores keep them; only who cast them is
+/// forgotten), moderator seats and recovery codes.
+pub const PURGED: [&str; 7] =
+    ["tokens", "notifications", "saves", "community_blocks", "votes", "moderators", "recovery_codes"];
+
+/// The refusal to delete the only administrator left: the site would have
+/// no one to run it.
+pub fn last_admin() -> StoreError {
+    StoreError::Denied("last_admin", "the only site administrator cannot be deleted; appoint another first".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

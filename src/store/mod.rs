@@ -16,10 +16,10 @@ use std::future::Future;
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::paging::PageLimit;
 use crate::model::{
-    Ban, Blocks, Community, CommunityName, ConversationPage, InboxPage, Invite, Link, MarkRead, Marks, Message,
-    MessagePage, MessageReport, MessageReportPage, ModAction, ModLogEntry, Moderated, NewToken, Notified, Post,
-    Profile, Reason, Report, ReportStatus, Saved, SavedCursor, SiteSettings, Text, Timestamp, Title, TokenKind,
-    TokenRecord, Topic, User, Username, VoteOutcome, VoteTarget,
+    Ban, Blocks, CastVote, Community, CommunityName, ContentFate, ConversationPage, InboxPage, Invite, Link, MarkRead,
+    Marks, Message, MessagePage, MessageReport, MessageReportPage, ModAction, ModLogEntry, Moderated, NewToken,
+    Notified, Post, Profile, Reason, Report, ReportStatus, Saved, SavedCursor, SiteSettings, Text, Timestamp, Title,
+    TokenKind, TokenRecord, Topic, TwoFactor, User, Username, VoteOutcome, VoteTarget,
 };
 
 pub use cursor::Cursor;
@@ -580,6 +580,60 @@ pub trait Store: Send + Sync + 'static {
     fn finish_mail(&self, id: i64, outcome: Delivery) -> impl Future<Output = StoreResult<()>> + Send;
     /// Mails waiting to be sent and mails given up, for `/metrics`.
     fn outbox_counts(&self) -> impl Future<Output = StoreResult<(i64, i64)>> + Send;
+    // An account's lifecycle: its export, read in bounded pages (each
+    // `limit` long, from just after `after`, oldest first), its deletion,
+    // and its two-factor login.
+    /// The topics the user wrote, as stored.
+    fn authored_topics(
+        &self,
+        user_id: i64,
+        after: Option<i64>,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<Vec<Topic>>> + Send;
+    /// The posts the user wrote, as stored.
+    fn authored_posts(
+        &self,
+        user_id: i64,
+        after: Option<i64>,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<Vec<Post>>> + Send;
+    /// The votes the user cast, by (kind, target) key.
+    fn cast_votes(
+        &self,
+        user_id: i64,
+        after: Option<(i64, i64)>,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<Vec<CastVote>>> + Send;
+    /// Deletes the account, in one transaction: its tokens, inbox, saves,
+    /// blocks, votes' record (their scores stay), moderator seats,
+    /// recovery codes and 2FA secret go; its content stays nameless or is
+    /// erased (`fate`); the row stays, marked deleted, keeping the name
+    /// reserved. Returns the topics whose renderings it touched.
+    /// `NotFound` for no such account (or one already deleted); `Denied`
+    /// (`last_admin`) for the only administrator left.
+    fn delete_user(&self, user_id: i64, fate: ContentFate) -> impl Future<Output = StoreResult<Vec<i64>>> + Send;
+    /// The account's two-factor state.
+    fn two_factor(&self, user_id: i64) -> impl Future<Output = StoreResult<TwoFactor>> + Send;
+    /// Stores the secret of an enrolment just started (replacing any
+    /// earlier one not confirmed).
+    fn begin_totp(&self, user_id: i64, secret: Vec<u8>) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Turns two-factor login on with the pending secret, if it is still
+    /// `secret`: records `step` as used and stores the recovery codes'
+    /// digests, replacing any. False when the enrolment changed meanwhile.
+    fn enable_totp(
+        &self,
+        user_id: i64,
+        secret: Vec<u8>,
+        step: i64,
+        codes: Vec<[u8; 32]>,
+    ) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// Turns two-factor login off: the secret and recovery codes go.
+    fn disable_totp(&self, user_id: i64) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Records a code's step as used, if it is later than the last one
+    /// used: false for a code already used (a replay).
+    fn use_totp_step(&self, user_id: i64, step: i64) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// Uses up the recovery code with this digest; false when there is none.
+    fn use_recovery_code(&self, user_id: i64, digest: [u8; 32]) -> impl Future<Output = StoreResult<bool>> + Send;
 
     /// Finish pending writes and checkpoint; called once at shutdown.
     fn shutdown(&self) -> impl Future<Output = ()> + Send;

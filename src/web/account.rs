@@ -57,6 +57,9 @@ pub struct LoginForm {
     username: String,
     #[serde(default)]
     password: String,
+    /// A two-factor code; empty when the account has none.
+    #[serde(default)]
+    totp: String,
     #[serde(default)]
     next: String,
 }
@@ -97,7 +100,7 @@ pub async fn login<S: Store>(
         return csrf_refused(&ctx);
     }
     let next = local_path(&form.next).to_owned();
-    match check_login(&state, ip, &form.username, form.password).await {
+    match check_login(&state, ip, &form.username, form.password, Some(&form.totp)).await {
         Ok(user) => match start_session(&state, &session, &user, &ua, &next).await {
             Ok(res) => res,
             Err(e) => error_page(&ctx, e),

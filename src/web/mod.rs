@@ -19,7 +19,8 @@
 //! - `write`: submitting, editing and deleting topics and posts.
 //! - `moderate`: removing, restoring, locking; reports and the queue; the
 //!   moderation log.
-//! - `bans`: community and site bans.
+//! - `bans`: community and site bans; `moderators`: a community's
+//!   moderators, appointed and dismissed by administrators.
 //! - `admin`: the site settings page (registration, invites).
 //! - `account`: log in, register, log out.
 //! - `inbox`: the user's notifications, marking them read, and the live
@@ -27,6 +28,8 @@
 //! - `settings`: the user's own account: password, sessions.
 //! - `email`: "forgot password" and the reset link's form, the page a
 //!   confirmation link opens, and the email settings page.
+//! - `settings`: the user's own account: password, sessions; `lifecycle`:
+//!   its two-factor login, export and deletion forms.
 //! - `feed`: Atom feeds.
 //! - `setup`: the first run's one-time link that creates the administrator.
 
@@ -38,8 +41,10 @@ mod email;
 mod feed;
 mod forms;
 mod inbox;
+mod lifecycle;
 mod messages;
 mod moderate;
+mod moderators;
 mod pages;
 mod reply;
 mod saves;
@@ -70,8 +75,9 @@ use crate::model::User;
 use crate::store::Store;
 
 /// The policy of every page: no inline script or style, nothing from
-/// another origin, no framing.
-pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+/// another origin, no framing. Images may be `data:` URLs: the QR code of
+/// a two-factor enrolment is one, drawn by the server.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
                        connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 pub fn router<S: Store>() -> Router<AppState<S>> {
@@ -111,6 +117,7 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/c/{name}/reports", get(moderate::reports::<S>))
         .route("/c/{name}/reports/{id}", post(moderate::resolve::<S>))
         .route("/c/{name}/modlog", get(moderate::community_log::<S>))
+        .route("/c/{name}/moderators", get(moderators::show::<S>).post(moderators::set::<S>))
         .route("/modlog", get(moderate::site_log::<S>))
         .route("/c/{name}/bans", get(bans::community::<S>).post(bans::ban_in_community::<S>))
         .route("/c/{name}/unban", post(bans::unban_in_community::<S>))
@@ -134,6 +141,11 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/settings/password", post(settings::change_password::<S>))
         .route("/settings/sessions/revoke-others", post(settings::revoke_others::<S>))
         .route("/settings/sessions/{id}/revoke", post(settings::revoke::<S>))
+        .route("/settings/export", get(lifecycle::export::<S>))
+        .route("/settings/delete", post(lifecycle::delete::<S>))
+        .route("/settings/two-factor/start", post(lifecycle::two_factor_start::<S>))
+        .route("/settings/two-factor/confirm", post(lifecycle::two_factor_confirm::<S>))
+        .route("/settings/two-factor/disable", post(lifecycle::two_factor_disable::<S>))
         .route("/setup/{token}", get(setup::form::<S>).post(setup::create::<S>))
         .route("/static/{file}", get(assets::serve))
         .layer(axum::middleware::from_fn(harden))

@@ -1,7 +1,9 @@
 //! `/settings`: the signed-in user's account page. Changing the password
 //! (which signs out every other session and token), the sessions and API
-//! tokens signed in with a button to revoke each, and "sign out everywhere
-//! else": the same operations as `/api/v1/me/*`.
+//! tokens signed in with a button to revoke each, "sign out everywhere
+//! else", two-factor login, the export of their data and deleting the
+//! account: the same operations as `/api/v1/me/*`. The forms of the last
+//! three are in `web::lifecycle`.
 
 use askama::Template;
 use axum::extract::rejection::FormRejection;
@@ -15,8 +17,8 @@ use super::view::Time;
 use super::{Ctx, Session, capitalise, error_page, see_other};
 use crate::app::auth::token_id;
 use crate::app::limits::ClientIp;
-use crate::app::sessions;
 use crate::app::{AppError, AppState};
+use crate::app::{sessions, two_factor};
 use crate::store::Store;
 
 #[derive(Template)]
@@ -24,10 +26,39 @@ use crate::store::Store;
 struct SettingsPage {
     ctx: Ctx,
     notice: Option<&'static str>,
+    /// The password form's error.
     error: Option<String>,
+    /// The two-factor forms' error.
+    tf_error: Option<String>,
+    /// The deletion form's error.
+    delete_error: Option<String>,
     sessions: Vec<SessionRow>,
     session_idle: String,
     api_idle: String,
+    two_factor: two_factor::View,
+    /// Recovery codes just made: shown once, on this page only.
+    recovery_codes: Vec<String>,
+}
+
+/// Which form of the page an error belongs beside.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Password,
+    TwoFactor,
+    Delete,
+}
+
+/// What a form's answer adds to the page.
+#[derive(Default)]
+pub struct Shown {
+    pub error: Option<(Section, AppError)>,
+    pub recovery_codes: Vec<String>,
+}
+
+impl Shown {
+    pub fn error(section: Section, e: AppError) -> Shown {
+        Shown { error: Some((section, e)), ..Shown::default() }
+    }
 }
 
 struct SessionRow {
@@ -52,6 +83,7 @@ fn notice(done: &str) -> Option<&'static str> {
         "password" => Some("Your password is changed, and you are signed out everywhere else."),
         "others" => Some("You are signed out everywhere else."),
         "revoked" => Some("That session is signed out."),
+        "2fa-off" => Some("Two-factor login is off."),
         _ => None,
     }
 }
@@ -67,27 +99,40 @@ pub async fn show<S: Store>(
     if ctx.user.is_none() {
         return login_first(&ctx.here);
     }
-    page(&state, &session, &ctx, notice(&q.done), None).await
+    page(&state, &session, &ctx, notice(&q.done), Shown::default()).await
 }
 
-async fn page<S: Store>(
+/// The page, with what a form's answer adds (`shown`).
+pub async fn page<S: Store>(
     state: &AppState<S>,
     session: &Session,
     ctx: &Ctx,
     notice: Option<&'static str>,
-    error: Option<AppError>,
+    shown: Shown,
 ) -> Response {
     let Some(user) = ctx.user.clone() else { return error_page(ctx, AppError::Unauthorized) };
+    let two_factor = match two_factor::view(state, &user).await {
+        Ok(view) => view,
+        Err(e) => return error_page(ctx, e),
+    };
     let list = match sessions::list(state, &as_api(session, user)).await {
         Ok(list) => list,
         Err(e) => return error_page(ctx, e),
     };
     let limits = state.sessions.limits();
-    let status = error.as_ref().map_or(StatusCode::OK, AppError::status);
+    let status = shown.error.as_ref().map_or(StatusCode::OK, |(_, e)| e.status());
+    let error_at = |at: Section| match &shown.error {
+        Some((section, e)) if *section == at => Some(capitalise(&e.to_string())),
+        _ => None,
+    };
     let page = SettingsPage {
         ctx: ctx.clone(),
         notice,
-        error: error.map(|e| capitalise(&e.to_string())),
+        error: error_at(Section::Password),
+        tf_error: error_at(Section::TwoFactor),
+        delete_error: error_at(Section::Delete),
+        two_factor,
+        recovery_codes: shown.recovery_codes,
         sessions: list
             .into_iter()
             .map(|s| SessionRow {
@@ -141,7 +186,9 @@ pub async fn change_password<S: Store>(
     let auth = as_api(&session, user);
     match sessions::change_password(&state, ip, &auth, form.current, &form.new).await {
         Ok(_) => see_other("/settings?done=password"),
-        Err(e) if super::forms::shown_on_form(&e) => page(&state, &session, &ctx, None, Some(e)).await,
+        Err(e) if super::forms::shown_on_form(&e) => {
+            page(&state, &session, &ctx, None, Shown::error(Section::Password, e)).await
+        }
         Err(e) => error_page(&ctx, e),
     }
 }

@@ -158,6 +158,7 @@ fn proto(topic_id: i64, user: Option<&User>, moderating: Option<&str>) -> PostVi
         can_save: user.is_some(),
         author_id: 0,
         blocked: false,
+        reply: true,
     };
     p.moderated(moderating)
 }
@@ -356,13 +357,17 @@ fn page_html(
     if let Some(marks) = marks {
         mark(&mut t, &mut items, marks);
     }
+    let open = !topic.deleted && (!topic.locked || moderator);
+    if !open {
+        items.iter_mut().filter_map(|item| item.open.as_mut()).for_each(|p| p.reply = false);
+    }
     let page = TopicPage {
         t,
         items,
         tabs,
-        can_reply: user.is_some() && !topic.deleted && (!topic.locked || moderator),
+        can_reply: user.is_some() && open,
         moderator,
-        proto: proto(id, user, moderating),
+        proto: PostView { reply: open, ..proto(id, user, moderating) },
         max_indent: MAX_INDENT,
         max_depth: MAX_DEPTH,
         next: read.next.map(|c| path_of(id, sort, Part::After(c)) + "#comments"),

@@ -106,6 +106,9 @@ pub struct PostView {
     /// The viewer blocked its author: it shows collapsed (a closed
     /// `<details>`, opened with a click, script or not).
     pub blocked: bool,
+    /// Its "reply" link shows: not in a locked topic (but to its
+    /// moderators) or a deleted one.
+    pub reply: bool,
 }
 
 impl PostView {
@@ -130,6 +133,7 @@ impl PostView {
             can_save: viewer.is_some(),
             author_id: p.author_id,
             blocked: false,
+            reply: true,
         }
     }
 

@@ -9,6 +9,9 @@
 //!   changes, `pith user add` and `pith user token`.
 //! - `communities`: list, show, create (admins only).
 //! - `votes`: scores on topics and posts, hot ordering.
+//! - `account_lifecycle`: the export (streamed), deleting an account
+//!   (content kept nameless or removed; admin purge by API and CLI),
+//!   two-factor login with real TOTP codes, on both stores.
 //! - `saves`: saving topics and posts, the saved list, blocking
 //!   communities from the front page, on both stores.
 //! - `listings`: hot/new/top, time windows, cursor walks, limits.
@@ -66,6 +69,7 @@
 //!   process, a PostgreSQL database per test, the Prometheus parser, a
 //!   server over raw sockets.
 
+mod account_lifecycle;
 mod accounts;
 mod api;
 mod backup;

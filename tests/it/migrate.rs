@@ -7,7 +7,7 @@ use std::path::Path;
 
 use pith::app::AppState;
 use pith::server as http;
-use pith::store::Store as _;
+use pith::store::Store;
 use pith::store::postgres::{PgOptions, PgStore};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -37,6 +37,7 @@ const TABLES: &[&str] = &[
     "emails",
     "mail_tokens",
     "outbox",
+    "recovery_codes",
 ];
 
 /// Every row of every table, sorted, as text.
@@ -100,6 +101,14 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
     ok(app.post(&format!("/api/v1/messages/{message}/report"), Some(&bob), json!({"reason": "spam"})).await);
     ok(app.send(Method::POST, "/api/v1/users/carol/block", Some(&bob), None).await);
     ok(app.send(Method::PUT, "/api/v1/admin/settings", Some(&admin), Some(json!({"registration": "invite"}))).await);
+    // Two-factor secrets and recovery codes, and a deleted account.
+    let store = &app.state.store;
+    let carol_id = store.user_credentials("carol".into()).await.expect("read").expect("carol").0.id;
+    store.begin_totp(carol_id, vec![7; 20]).await.expect("begin");
+    assert!(store.enable_totp(carol_id, vec![7; 20], 1, vec![[1; 32], [2; 32]]).await.expect("2fa"));
+    app.user("dan").await;
+    let dan_id = store.user_credentials("dan".into()).await.expect("read").expect("dan").0.id;
+    store.delete_user(dan_id, pith::model::ContentFate::KeepAnonymous).await.expect("delete dan");
     let want = app.read_topic(topic, "old").await;
     let src_dir = app.stop().await;
     let src_db = src_dir.path().join("pith.db");

@@ -990,6 +990,39 @@ async fn a_scripted_session_gets_only_documented_responses() {
     let confirm = json!({"token": reset_mail.token("/reset/"), "password": "password456"});
     api.call(post.clone(), "/auth/password-reset/confirm", None, Some(confirm.clone()), 204).await;
     api.call(post.clone(), "/auth/password-reset/confirm", None, Some(confirm), 400).await;
+    // The account's export, two-factor login and deletion (issue #21).
+    let export = api.call(get.clone(), "/me/export", Some(&alice), None, 200).await;
+    assert_eq!(export["profile"]["name"], "alice");
+    api.call(get.clone(), "/me/export", None, None, 401).await;
+    api.call(get.clone(), "/me/two-factor", Some(&alice), None, 200).await;
+    api.call(post.clone(), "/me/two-factor/confirm", Some(&alice), Some(json!({"code": "123456"})), 409).await;
+    let start = api.call(post.clone(), "/me/two-factor", Some(&alice), None, 200).await;
+    let secret = totp_rs::Secret::try_from_base32(start["secret"].as_str().expect("secret")).expect("base32");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs();
+    let totp = totp_rs::Builder::new().with_secret(secret).build().expect("totp").generate(now).to_string();
+    api.call(post.clone(), "/me/two-factor/confirm", Some(&alice), Some(json!({"code": "nope"})), 403).await;
+    let codes = api.call(post.clone(), "/me/two-factor/confirm", Some(&alice), Some(json!({"code": totp})), 200).await;
+    let codes = codes["recovery_codes"].clone();
+    api.call(post.clone(), "/me/two-factor", Some(&alice), None, 409).await;
+    let login = |totp: Option<&Value>| Some(json!({"username": "alice", "password": "newpass456", "totp": totp}));
+    api.call(post.clone(), "/auth/login", None, login(None), 401).await;
+    api.call(post.clone(), "/auth/login", None, login(Some(&json!("000000x"))), 401).await;
+    api.call(post.clone(), "/auth/login", None, login(Some(&codes[0])), 200).await;
+    let off = |code: &Value| Some(json!({"password": "newpass456", "code": code}));
+    api.call(post.clone(), "/me/two-factor/disable", Some(&alice), off(&codes[0]), 403).await;
+    api.call(post.clone(), "/me/two-factor/disable", Some(&alice), off(&codes[1]), 204).await;
+    api.call(post.clone(), "/me/two-factor/disable", Some(&alice), off(&codes[2]), 409).await;
+    let gone = |password: &str, content: &str| Some(json!({"password": password, "content": content}));
+    api.call(delete.clone(), "/me", Some(&bob), gone("", "remove"), 403).await;
+    api.call(delete.clone(), "/me", Some(&alice), gone("newpass456", "everything"), 422).await;
+    api.call(delete.clone(), "/me", None, gone("newpass456", "remove"), 401).await;
+    let purge = |content: &str| Some(json!({ "content": content }));
+    api.call(delete.clone(), "/admin/users/nobody", Some(&admin), purge("remove"), 404).await;
+    api.call(delete.clone(), "/admin/users/bob", Some(&alice), purge("remove"), 403).await;
+    api.call(delete.clone(), "/admin/users/bob", Some(&admin), purge("keep"), 422).await;
+    api.call(delete.clone(), "/admin/users/bob", Some(&admin), purge("remove"), 204).await;
+    api.call(delete.clone(), "/me", Some(&alice), gone("newpass456", "keep_anonymous"), 204).await;
+    api.call(get.clone(), "/auth/me", Some(&alice), None, 401).await;
 
     api.assert_every_operation_succeeded();
 }

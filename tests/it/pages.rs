@@ -13,6 +13,8 @@ use reqwest::Method;
 
 use crate::support::helpers::{Reply, TestApp, fetch, spawn_app, spawn_app_limited};
 
+/// Issue 21's account lifecycle: 2FA, export, deletion; moderators; locks.
+mod account;
 /// Issue 21's inbox: the page, the header's count, the live stream.
 mod inbox;
 /// Issue 21's private messages, user blocks and the blocks page.

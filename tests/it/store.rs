@@ -4,11 +4,11 @@
 
 use pith::app::auth::token_digest;
 use pith::model::SearchHit;
-use pith::model::{
-    Body, CommunityName, Link, Message, NewToken, NoticeKind, Notified, Reason, ReportStatus, Text, Timestamp, Title,
-    TokenKind, User, Username, VoteTarget,
-};
 use pith::model::mail::{Delivery, Email, EmailSettings, MailLink, ResetFor};
+use pith::model::{
+    Body, CommunityName, ContentFate, Link, Message, NewToken, NoticeKind, Notified, Reason, ReportStatus, Text,
+    Timestamp, Title, TokenKind, User, Username, VoteTarget,
+};
 use pith::store::sqlite::{SqliteOptions, SqliteStore};
 use pith::store::{
     IdPage, ListTopics, NewCommunity, NewPost, NewTopic, PostSort, Search, SearchKind, SearchPage, Store, StoreError,
@@ -318,6 +318,7 @@ pub async fn story<S: Store>(store: &S) {
 
     messages_and_blocks(store, (&alice, &bob, &carol), cards.id).await;
     mail_story(store).await;
+    lifecycle(store, &alice, cards.id).await;
 }
 
 async fn send<S: Store>(store: &S, from: &User, to: &str, text: &str) -> StoreResult<(Message, Vec<Notified>)> {
@@ -465,6 +466,69 @@ async fn mail_story<S: Store>(store: &S) {
     assert_eq!(store.queue_digests(now, "http://f.example".into()).await.expect("digests"), 0);
 }
 
+/// An account's export read in pages, two-factor state, and deletion.
+async fn lifecycle<S: Store>(store: &S, admin: &pith::model::User, topic: i64) {
+    let dave = store.create_user(Username::parse("fay").expect("name"), Some("h".into()), false).await.expect("fay");
+    let erin = store.create_user(Username::parse("gus").expect("name"), Some("h".into()), false).await.expect("gus");
+    let own = store.create_topic(&dave, new_topic("raspi", "Fay's", Some("mine"))).await.expect("topic");
+    let mut posts = Vec::new();
+    for i in 0..5 {
+        posts.push(store.create_post(&dave, reply(topic, None, &format!("fay {i}"))).await.expect("post").id);
+    }
+    let erins = store.create_post(&erin, reply(topic, None, "gus's words")).await.expect("post");
+    store.vote(&dave, VoteTarget::Post(erins.id), 1).await.expect("vote");
+    store.vote(&dave, VoteTarget::Topic(topic), -1).await.expect("vote");
+    store.set_saved(&dave, VoteTarget::Topic(topic), true).await.expect("save");
+
+    // Pages of two, oldest first, from just after the last one's key.
+    let first = store.authored_posts(dave.id, None, 2).await.expect("page");
+    let next = store.authored_posts(dave.id, Some(first[1].id), 10).await.expect("page");
+    let walked: Vec<i64> = first.iter().chain(&next).map(|p| p.id).collect();
+    assert_eq!(walked, posts);
+    let topics = store.authored_topics(dave.id, None, 10).await.expect("topics");
+    assert_eq!(topics.iter().map(|t| t.id).collect::<Vec<_>>(), [own.id]);
+    let votes = store.cast_votes(dave.id, None, 1).await.expect("votes");
+    assert_eq!((votes[0].kind, votes[0].id, votes[0].value), ("topic", topic, -1));
+    let rest = store.cast_votes(dave.id, Some(votes[0].key()), 10).await.expect("votes");
+    assert_eq!((rest.len(), rest[0].kind, rest[0].id, rest[0].value), (1, "post", erins.id, 1));
+
+    // Two-factor: a pending secret, enabled only while still pending; a
+    // step works once; a recovery code once.
+    assert_eq!(store.two_factor(dave.id).await.expect("2fa"), pith::model::TwoFactor::default());
+    store.begin_totp(dave.id, vec![1; 20]).await.expect("begin");
+    assert!(!store.enable_totp(dave.id, vec![2; 20], 10, vec![[9; 32]]).await.expect("other secret"));
+    assert!(store.enable_totp(dave.id, vec![1; 20], 10, vec![[8; 32], [9; 32]]).await.expect("enable"));
+    let tf = store.two_factor(dave.id).await.expect("2fa");
+    assert_eq!((tf.secret, tf.pending, tf.recovery_left), (Some(vec![1; 20]), None, 2));
+    assert!(!store.use_totp_step(dave.id, 10).await.expect("replay"), "the step of the confirming code");
+    assert!(store.use_totp_step(dave.id, 11).await.expect("step"));
+    assert!(store.use_recovery_code(dave.id, [9; 32]).await.expect("code"));
+    assert!(!store.use_recovery_code(dave.id, [9; 32]).await.expect("code"), "once");
+
+    // Deleting keeps the content under no name, or erases it; the name
+    // stays taken; the last administrator stays.
+    let mut touched = store.delete_user(dave.id, ContentFate::KeepAnonymous).await.expect("delete");
+    touched.sort();
+    assert_eq!(touched, [topic, own.id]);
+    let (_, read) = store.topic_with_posts(topic, PostSort::Old).await.expect("read");
+    let kept = read.iter().find(|p| p.id == posts[0]).expect("kept");
+    assert_eq!((kept.author.as_deref(), kept.body.as_str(), kept.deleted), (None, "fay 0", false));
+    assert!(matches!(store.profile("fay".into()).await, Err(StoreError::NotFound(_))));
+    assert!(store.user_credentials("fay".into()).await.expect("read").is_none());
+    assert_eq!(store.two_factor(dave.id).await.expect("2fa").secret, None);
+    assert!(store.cast_votes(dave.id, None, 10).await.expect("votes").is_empty());
+    assert!(store.saved(dave.id, None, 10).await.expect("saved").items.is_empty());
+    let again = store.create_user(Username::parse("Fay").expect("name"), None, false).await;
+    assert!(matches!(again, Err(StoreError::Conflict(_) | StoreError::Taken(..))), "reserved: {again:?}");
+    assert!(matches!(store.delete_user(dave.id, ContentFate::Remove).await, Err(StoreError::NotFound(_))));
+    store.delete_user(erin.id, ContentFate::Remove).await.expect("delete");
+    let (_, read) = store.topic_with_posts(topic, PostSort::Old).await.expect("read");
+    let gone = read.iter().find(|p| p.id == erins.id).expect("kept in place");
+    assert_eq!((gone.author.as_deref(), gone.body.as_str(), gone.deleted), (None, "", true));
+    let refused = store.delete_user(admin.id, ContentFate::KeepAnonymous).await;
+    assert!(matches!(refused, Err(StoreError::Denied("last_admin", _))), "{refused:?}");
+}
+
 #[tokio::test]
 async fn the_sqlite_store_tells_the_whole_story_and_keeps_it_across_a_reopen() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -498,6 +562,6 @@ async fn the_postgres_store_tells_the_whole_story_and_keeps_it_across_a_reconnec
     let profile = store.profile("bob".into()).await.expect("profile");
     assert_eq!(profile.topics[0].body.as_deref(), Some("Which microSD card?"));
     let applied = db.client().await.query_one("SELECT count(*) FROM pith_migrations", &[]).await.expect("count");
-    assert_eq!(applied.get::<_, i64>(0), 8);
+    assert_eq!(applied.get::<_, i64>(0), 9);
     store.shutdown().await;
 }

@@ -55,8 +55,10 @@ fn token_row(r: &Row, at: usize) -> StoreResult<TokenRecord> {
 }
 
 pub async fn token_user(c: &impl GenericClient, hash: &[u8; 32]) -> StoreResult<Option<(User, TokenRecord)>> {
-    let sql =
-        format!("SELECT {USER_COLS}, {TOKEN_COLS} FROM tokens k JOIN users u ON u.id = k.user_id WHERE k.hash = $1");
+    let sql = format!(
+        "SELECT {USER_COLS}, {TOKEN_COLS} FROM tokens k JOIN users u ON u.id = k.user_id \
+         WHERE k.hash = $1 AND u.deleted_at IS NULL"
+    );
     match opt(c, &sql, &[&&hash[..]]).await? {
         Some(r) => Ok(Some((user_row(&r)?, token_row(&r, 4)?))),
         None => Ok(None),

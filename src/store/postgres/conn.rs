@@ -21,6 +21,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (6, include_str!("../../../migrations/postgres/0006_inbox.sql")),
     (7, include_str!("../../../migrations/postgres/0007_messages_and_user_blocks.sql")),
     (8, include_str!("../../../migrations/postgres/0008_email.sql")),
+    (9, include_str!("../../../migrations/postgres/0009_two_factor_and_deletion.sql")),
 ];
 
 /// Any number: every node takes this advisory lock to migrate, so nodes

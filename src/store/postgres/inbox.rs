@@ -16,7 +16,9 @@ use crate::store::{ListInbox, StoreResult};
 pub async fn user_ids(c: &impl GenericClient, names: &[String]) -> StoreResult<Vec<i64>> {
     let mut ids = Vec::with_capacity(names.len());
     for name in names {
-        if let Some(r) = opt(c, "SELECT id FROM users WHERE lower(name) = lower($1)", &[name]).await? {
+        if let Some(r) =
+            opt(c, "SELECT id FROM users WHERE lower(name) = lower($1) AND deleted_at IS NULL", &[name]).await?
+        {
             ids.push(col(&r, 0)?);
         }
     }
@@ -77,7 +79,7 @@ pub async fn inbox(c: &impl GenericClient, user_id: i64, q: &ListInbox) -> Store
     let rows = all(
         c,
         "SELECT n.id, n.kind, n.topic_id, n.post_id, u.name, n.excerpt, n.created_at, n.read \
-         FROM notifications n LEFT JOIN users u ON u.id = n.from_id \
+         FROM notifications n LEFT JOIN users u ON u.id = n.from_id AND u.deleted_at IS NULL \
          WHERE n.user_id = $1 AND n.id < $2 AND (NOT $3 OR NOT n.read) ORDER BY n.id DESC LIMIT $4",
         &[&user_id, &after, &q.unread_only, &limit],
     )

@@ -8,8 +8,9 @@ pub mod accounts;
 pub mod conn;
 mod first_admin;
 pub mod inbox;
-pub mod messages;
+pub mod lifecycle;
 pub mod mail;
+pub mod messages;
 pub mod moderation;
 mod parts;
 pub mod reads;
@@ -499,6 +500,59 @@ impl Store for PgStore {
     async fn outbox_counts(&self) -> StoreResult<(i64, i64)> {
         let client = get(&self.pool).await?;
         mail::outbox_counts(&client).await
+    }
+
+    async fn authored_topics(&self, user_id: i64, after: Option<i64>, limit: usize) -> StoreResult<Vec<Topic>> {
+        let client = get(&self.pool).await?;
+        lifecycle::authored_topics(&client, user_id, after, limit).await
+    }
+
+    async fn authored_posts(&self, user_id: i64, after: Option<i64>, limit: usize) -> StoreResult<Vec<Post>> {
+        let client = get(&self.pool).await?;
+        lifecycle::authored_posts(&client, user_id, after, limit).await
+    }
+
+    async fn cast_votes(
+        &self,
+        user_id: i64,
+        after: Option<(i64, i64)>,
+        limit: usize,
+    ) -> StoreResult<Vec<crate::model::CastVote>> {
+        let client = get(&self.pool).await?;
+        lifecycle::cast_votes(&client, user_id, after, limit).await
+    }
+
+    async fn delete_user(&self, user_id: i64, fate: crate::model::ContentFate) -> StoreResult<Vec<i64>> {
+        let now = Timestamp::now();
+        write!(self, |c| lifecycle::delete_user(c, user_id, fate, now))
+    }
+
+    async fn two_factor(&self, user_id: i64) -> StoreResult<crate::model::TwoFactor> {
+        let client = get(&self.pool).await?;
+        lifecycle::two_factor(&client, user_id).await
+    }
+
+    async fn begin_totp(&self, user_id: i64, secret: Vec<u8>) -> StoreResult<()> {
+        let client = get(&self.pool).await?;
+        lifecycle::begin_totp(&client, user_id, &secret).await
+    }
+
+    async fn enable_totp(&self, user_id: i64, secret: Vec<u8>, step: i64, codes: Vec<[u8; 32]>) -> StoreResult<bool> {
+        write!(self, |c| lifecycle::enable_totp(c, user_id, &secret, step, &codes))
+    }
+
+    async fn disable_totp(&self, user_id: i64) -> StoreResult<()> {
+        write!(self, |c| lifecycle::disable_totp(c, user_id))
+    }
+
+    async fn use_totp_step(&self, user_id: i64, step: i64) -> StoreResult<bool> {
+        let client = get(&self.pool).await?;
+        lifecycle::use_totp_step(&client, user_id, step).await
+    }
+
+    async fn use_recovery_code(&self, user_id: i64, digest: [u8; 32]) -> StoreResult<bool> {
+        let client = get(&self.pool).await?;
+        lifecycle::use_recovery_code(&client, user_id, &digest).await
     }
 
     async fn shutdown(&self) {

@@ -91,7 +91,9 @@ impl LogLine<'_> {
 
 /// A user's id and admin flag, by name.
 async fn user_by_name(c: &impl GenericClient, name: &str) -> StoreResult<(i64, bool)> {
-    match opt(c, "SELECT id, is_admin FROM users WHERE lower(name) = lower($1)", &[&name]).await? {
+    match opt(c, "SELECT id, is_admin FROM users WHERE lower(name) = lower($1) AND deleted_at IS NULL", &[&name])
+        .await?
+    {
         Some(r) => Ok((col(&r, 0)?, col(&r, 1)?)),
         None => Err(StoreError::NotFound("user")),
     }

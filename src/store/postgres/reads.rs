@@ -17,7 +17,8 @@ pub fn user_row(r: &Row) -> StoreResult<User> {
     Ok(User { id: col(r, 0)?, name: col(r, 1)?, is_admin: col(r, 2)?, created_at: Timestamp(col(r, 3)?) })
 }
 
-pub const TOPIC_COLS: &str = "t.id, c.name, u.name, t.title, t.body, t.url, t.created_at, t.edited_at, \
+/// A deleted account's name is shown nowhere (its row keeps it, reserved).
+pub const TOPIC_COLS: &str = "t.id, c.name, CASE WHEN u.deleted_at IS NULL THEN u.name END, t.title, t.body, t.url, t.created_at, t.edited_at, \
      t.deleted, t.score, t.post_count, t.hot, t.community_id, t.author_id, t.removed, t.locked, t.body_html";
 pub const TOPIC_FROM: &str =
     "FROM topics t JOIN communities c ON c.id = t.community_id JOIN users u ON u.id = t.author_id";
@@ -32,7 +33,7 @@ pub fn topic_row(r: &Row) -> StoreResult<Topic> {
     Ok(Topic {
         id: col(r, 0)?,
         community: col(r, 1)?,
-        author: if deleted { None } else { Some(col(r, 2)?) },
+        author: if deleted { None } else { col(r, 2)? },
         title: col(r, 3)?,
         body,
         body_html,
@@ -50,7 +51,7 @@ pub fn topic_row(r: &Row) -> StoreResult<Topic> {
     })
 }
 
-pub const POST_COLS: &str = "p.id, p.topic_id, p.parent_id, u.name, p.body, p.created_at, p.edited_at, p.deleted, \
+pub const POST_COLS: &str = "p.id, p.topic_id, p.parent_id, CASE WHEN u.deleted_at IS NULL THEN u.name END, p.body, p.created_at, p.edited_at, p.deleted, \
      p.score, p.author_id, p.removed, p.body_html";
 pub const POST_FROM: &str = "FROM posts p JOIN users u ON u.id = p.author_id";
 /// How many columns `POST_COLS` selects.
@@ -64,7 +65,7 @@ pub fn post_row(r: &Row) -> StoreResult<Post> {
         id: col(r, 0)?,
         topic_id: col(r, 1)?,
         parent_id: col(r, 2)?,
-        author: if deleted { None } else { Some(col(r, 3)?) },
+        author: if deleted { None } else { col(r, 3)? },
         body,
         body_html,
         created_at: Timestamp(col(r, 5)?),
@@ -188,7 +189,9 @@ pub async fn community(c: &impl GenericClient, name: &str) -> StoreResult<Commun
 }
 
 pub async fn user_credentials(c: &impl GenericClient, name: &str) -> StoreResult<Option<(User, Option<String>)>> {
-    let sql = format!("SELECT {USER_COLS}, u.password_hash FROM users u WHERE lower(u.name) = lower($1)");
+    let sql = format!(
+        "SELECT {USER_COLS}, u.password_hash FROM users u WHERE lower(u.name) = lower($1) AND u.deleted_at IS NULL"
+    );
     match opt(c, &sql, &[&name]).await? {
         Some(r) => Ok(Some((user_row(&r)?, col(&r, 4)?))),
         None => Ok(None),
@@ -199,7 +202,7 @@ pub async fn user_credentials(c: &impl GenericClient, name: &str) -> StoreResult
 const PROFILE_ITEMS: i64 = 25;
 
 pub async fn profile(c: &impl GenericClient, name: &str) -> StoreResult<Profile> {
-    let sql = format!("SELECT {USER_COLS} FROM users u WHERE lower(u.name) = lower($1)");
+    let sql = format!("SELECT {USER_COLS} FROM users u WHERE lower(u.name) = lower($1) AND u.deleted_at IS NULL");
     let user = match opt(c, &sql, &[&name]).await? {
         Some(r) => user_row(&r)?,
         None => return Err(StoreError::NotFound("user")),

@@ -47,7 +47,8 @@ fn token_row(r: &Row<'_>, at: usize) -> rusqlite::Result<TokenRecord> {
 
 pub fn token_user(conn: &Connection, hash: &[u8; 32]) -> StoreResult<Option<(User, TokenRecord)>> {
     conn.prepare_cached(&format!(
-        "SELECT {USER_COLS}, {TOKEN_COLS} FROM tokens k JOIN users u ON u.id = k.user_id WHERE k.hash = ?1"
+        "SELECT {USER_COLS}, {TOKEN_COLS} FROM tokens k JOIN users u ON u.id = k.user_id \
+         WHERE k.hash = ?1 AND u.deleted_at IS NULL"
     ))
     .and_then(|mut s| s.query_row([&hash[..]], |r| Ok((user_row(r)?, token_row(r, 4)?))).optional())
     .map_err(map_err)

@@ -12,7 +12,8 @@ use crate::store::{ListInbox, StoreResult};
 /// The ids of the users named (case-insensitively: the column is NOCASE);
 /// names of no one are skipped.
 pub fn user_ids(conn: &Connection, names: &[String]) -> StoreResult<Vec<i64>> {
-    let mut stmt = conn.prepare_cached("SELECT id FROM users WHERE name = ?1").map_err(map_err)?;
+    let mut stmt =
+        conn.prepare_cached("SELECT id FROM users WHERE name = ?1 AND deleted_at IS NULL").map_err(map_err)?;
     let mut ids = Vec::with_capacity(names.len());
     for name in names {
         if let Some(id) = stmt.query_row([name], |r| r.get(0)).optional().map_err(map_err)? {
@@ -77,7 +78,7 @@ pub fn inbox(conn: &Connection, user_id: i64, q: &ListInbox) -> StoreResult<Inbo
     let mut items: Vec<Notice> = conn
         .prepare_cached(
             "SELECT n.id, n.kind, n.topic_id, n.post_id, u.name, n.excerpt, n.created_at, n.read \
-             FROM notifications n LEFT JOIN users u ON u.id = n.from_id \
+             FROM notifications n LEFT JOIN users u ON u.id = n.from_id AND u.deleted_at IS NULL \
              WHERE n.user_id = ?1 AND n.id < ?2 AND (?3 = 0 OR n.read = 0) ORDER BY n.id DESC LIMIT ?4",
         )
         .and_then(|mut s| {

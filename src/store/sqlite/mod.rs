@@ -9,8 +9,9 @@ mod checkpoint;
 pub mod conn;
 mod first_admin;
 pub mod inbox;
-pub mod messages;
+pub mod lifecycle;
 pub mod mail;
+pub mod messages;
 pub mod moderation;
 mod parts;
 mod readers;
@@ -573,6 +574,52 @@ impl Store for SqliteStore {
 
     async fn outbox_counts(&self) -> StoreResult<(i64, i64)> {
         self.readers.read(mail::outbox_counts).await
+    }
+
+    async fn authored_topics(&self, user_id: i64, after: Option<i64>, limit: usize) -> StoreResult<Vec<Topic>> {
+        self.readers.read(move |c| lifecycle::authored_topics(c, user_id, after, limit)).await
+    }
+
+    async fn authored_posts(&self, user_id: i64, after: Option<i64>, limit: usize) -> StoreResult<Vec<Post>> {
+        self.readers.read(move |c| lifecycle::authored_posts(c, user_id, after, limit)).await
+    }
+
+    async fn cast_votes(
+        &self,
+        user_id: i64,
+        after: Option<(i64, i64)>,
+        limit: usize,
+    ) -> StoreResult<Vec<crate::model::CastVote>> {
+        self.readers.read(move |c| lifecycle::cast_votes(c, user_id, after, limit)).await
+    }
+
+    async fn delete_user(&self, user_id: i64, fate: crate::model::ContentFate) -> StoreResult<Vec<i64>> {
+        let now = Timestamp::now();
+        self.writer.write(move |c| lifecycle::delete_user(c, user_id, fate, now)).await
+    }
+
+    async fn two_factor(&self, user_id: i64) -> StoreResult<crate::model::TwoFactor> {
+        self.readers.read(move |c| lifecycle::two_factor(c, user_id)).await
+    }
+
+    async fn begin_totp(&self, user_id: i64, secret: Vec<u8>) -> StoreResult<()> {
+        self.writer.write(move |c| lifecycle::begin_totp(c, user_id, &secret)).await
+    }
+
+    async fn enable_totp(&self, user_id: i64, secret: Vec<u8>, step: i64, codes: Vec<[u8; 32]>) -> StoreResult<bool> {
+        self.writer.write(move |c| lifecycle::enable_totp(c, user_id, &secret, step, &codes)).await
+    }
+
+    async fn disable_totp(&self, user_id: i64) -> StoreResult<()> {
+        self.writer.write(move |c| lifecycle::disable_totp(c, user_id)).await
+    }
+
+    async fn use_totp_step(&self, user_id: i64, step: i64) -> StoreResult<bool> {
+        self.writer.write(move |c| lifecycle::use_totp_step(c, user_id, step)).await
+    }
+
+    async fn use_recovery_code(&self, user_id: i64, digest: [u8; 32]) -> StoreResult<bool> {
+        self.writer.write(move |c| lifecycle::use_recovery_code(c, user_id, &digest)).await
     }
 
     async fn shutdown(&self) {

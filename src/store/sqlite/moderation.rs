@@ -96,7 +96,7 @@ impl LogLine<'_> {
 
 /// A user's id and admin flag, by name.
 fn user_by_name(conn: &Connection, name: &str) -> StoreResult<(i64, bool)> {
-    conn.prepare_cached("SELECT id, is_admin FROM users WHERE name = ?1")
+    conn.prepare_cached("SELECT id, is_admin FROM users WHERE name = ?1 AND deleted_at IS NULL")
         .and_then(|mut s| s.query_row([name], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .map_err(map_err)?
         .ok_or(StoreError::NotFound("user"))

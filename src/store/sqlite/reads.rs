@@ -12,7 +12,8 @@ pub fn user_row(r: &Row<'_>) -> rusqlite::Result<User> {
     Ok(User { id: r.get(0)?, name: r.get(1)?, is_admin: r.get(2)?, created_at: Timestamp(r.get(3)?) })
 }
 
-pub const TOPIC_COLS: &str = "t.id, c.name, u.name, t.title, t.body, t.url, t.created_at, t.edited_at, \
+/// A deleted account's name is shown nowhere (its row keeps it, reserved).
+pub const TOPIC_COLS: &str = "t.id, c.name, CASE WHEN u.deleted_at IS NULL THEN u.name END, t.title, t.body, t.url, t.created_at, t.edited_at, \
      t.deleted, t.score, t.post_count, t.hot, t.community_id, t.author_id, t.removed, t.locked, t.body_html";
 pub const TOPIC_FROM: &str =
     "FROM topics t JOIN communities c ON c.id = t.community_id JOIN users u ON u.id = t.author_id";
@@ -27,7 +28,7 @@ pub fn topic_row(r: &Row<'_>) -> rusqlite::Result<Topic> {
     Ok(Topic {
         id: r.get(0)?,
         community: r.get(1)?,
-        author: if deleted { None } else { Some(r.get(2)?) },
+        author: if deleted { None } else { r.get(2)? },
         title: r.get(3)?,
         body,
         body_html,
@@ -45,7 +46,7 @@ pub fn topic_row(r: &Row<'_>) -> rusqlite::Result<Topic> {
     })
 }
 
-pub const POST_COLS: &str = "p.id, p.topic_id, p.parent_id, u.name, p.body, p.created_at, p.edited_at, p.deleted, \
+pub const POST_COLS: &str = "p.id, p.topic_id, p.parent_id, CASE WHEN u.deleted_at IS NULL THEN u.name END, p.body, p.created_at, p.edited_at, p.deleted, \
      p.score, p.author_id, p.removed, p.body_html";
 pub const POST_FROM: &str = "FROM posts p JOIN users u ON u.id = p.author_id";
 
@@ -57,7 +58,7 @@ pub fn post_row(r: &Row<'_>) -> rusqlite::Result<Post> {
         id: r.get(0)?,
         topic_id: r.get(1)?,
         parent_id: r.get(2)?,
-        author: if deleted { None } else { Some(r.get(3)?) },
+        author: if deleted { None } else { r.get(3)? },
         body,
         body_html,
         created_at: Timestamp(r.get(5)?),
@@ -189,9 +190,11 @@ pub fn community(conn: &Connection, name: &str) -> StoreResult<Community> {
 }
 
 pub fn user_credentials(conn: &Connection, name: &str) -> StoreResult<Option<(User, Option<String>)>> {
-    conn.prepare_cached(&format!("SELECT {USER_COLS}, u.password_hash FROM users u WHERE u.name = ?1"))
-        .and_then(|mut s| s.query_row([name], |r| Ok((user_row(r)?, r.get(4)?))).optional())
-        .map_err(map_err)
+    conn.prepare_cached(&format!(
+        "SELECT {USER_COLS}, u.password_hash FROM users u WHERE u.name = ?1 AND u.deleted_at IS NULL"
+    ))
+    .and_then(|mut s| s.query_row([name], |r| Ok((user_row(r)?, r.get(4)?))).optional())
+    .map_err(map_err)
 }
 
 /// How many recent items a profile shows.
@@ -199,7 +202,7 @@ const PROFILE_ITEMS: i64 = 25;
 
 pub fn profile(conn: &Connection, name: &str) -> StoreResult<Profile> {
     let user = conn
-        .prepare_cached(&format!("SELECT {USER_COLS} FROM users u WHERE u.name = ?1"))
+        .prepare_cached(&format!("SELECT {USER_COLS} FROM users u WHERE u.name = ?1 AND u.deleted_at IS NULL"))
         .and_then(|mut s| s.query_row([name], user_row).optional())
         .map_err(map_err)?
         .ok_or(StoreError::NotFound("user"))?;

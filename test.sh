@@ -30,6 +30,12 @@ tests/fuzz/schemathesis.sh
 echo "== cargo-fuzz targets for Pith's own parsers (${PITH_FUZZ_SECONDS:-20} s each)"
 tests/fuzz/cargo_fuzz.sh
 
+echo "== arm64: the release build cross-compiled and packaged, smoke-tested under qemu-user (tests/pi/arm64.sh)"
+tests/pi/arm64.sh
+
+echo "== the amd64 Debian package: install, serve as the pith user, upgrade, remove, purge (tests/pi/deb.sh)"
+tests/pi/deb.sh
+
 echo "== the web forum in headless Chromium (playwright-core)"
 # Screenshots go to target/ here; `tests/browser/run.sh` alone refreshes docs/screenshots/.
 PITH_SCREENSHOTS="${CARGO_TARGET_DIR:-target}/screenshots" tests/browser/run.sh

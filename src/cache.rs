@@ -294,7 +294,8 @@ impl Inner {
 /// The cache's setting (`--cache-mb`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct CacheConfig {
-    /// Byte budget of the rendered-response cache, in MiB (sized for a 1 GB Pi).
+    /// Byte budget of the rendered-response cache, in MiB. Default (`auto`):
+    /// half of --memory-mb.
     #[arg(long, env = "PITH_CACHE_MB", default_value_t = 256)]
     pub cache_mb: usize,
 }

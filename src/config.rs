@@ -92,6 +92,13 @@ pub struct ServeConfig {
     #[command(flatten)]
     pub data: DataConfig,
 
+    /// The whole process's memory budget in MiB, which the cache, the
+    /// readers and the connection limits are sized from unless set
+    /// themselves. Default (`auto`): 3/8 of the machine's memory, or of
+    /// its cgroup's limit (docs/DEPLOY.md, "Defaults that fit the board").
+    #[arg(long, env = "PITH_MEMORY_MB", value_parser = clap::value_parser!(u64).range(16..=1_048_576))]
+    pub memory_mb: Option<u64>,
+
     #[command(flatten)]
     pub store: StoreConfig,
 

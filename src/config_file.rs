@@ -23,7 +23,7 @@ use crate::config::{
 /// The subcommands that take `pith serve`'s settings.
 const SERVE_LIKE: [&str; 2] = ["serve", "config"];
 /// Arguments of those subcommands that are not settings.
-const NOT_SETTINGS: [&str; 4] = ["help", "version", "json", "config"];
+const NOT_SETTINGS: [&str; 5] = ["help", "version", "json", "template", "config"];
 
 #[derive(Debug, Parser)]
 #[command(name = "pith", version, about = "A Reddit-style forum that fits on a Raspberry Pi")]
@@ -70,6 +70,12 @@ pub struct ConfigShowConfig {
     /// Print JSON: `{"NAME": {"value", "source", "from"}}`.
     #[arg(long)]
     pub json: bool,
+
+    /// Print a config file with every setting commented out at its
+    /// built-in default, each under its help text (the Debian package's
+    /// /etc/pith/pith.toml is this).
+    #[arg(long, conflicts_with = "json")]
+    pub template: bool,
 
     #[command(flatten)]
     pub serve: ServeConfig,
@@ -149,6 +155,7 @@ pub fn parse_from(args: Vec<OsString>) -> anyhow::Result<Cli> {
     if let (Some(sm), Some(serve)) = (serve_matches(&matches), serve_config(&mut cli.command)) {
         let sub = Cli::command().find_subcommand("serve").cloned().context("no serve subcommand")?;
         serve.effective = effective(&sub, sm, file.as_ref());
+        size_from_machine(serve, &crate::machine::Machine::detect());
     }
     Ok(cli)
 }
@@ -237,7 +244,7 @@ fn effective(sub: &ClapCommand, m: &ArgMatches, file: Option<&File>) -> Vec<Sett
     sub.get_arguments()
         .filter_map(|arg| {
             let name = arg.get_long()?;
-            if matches!(name, "help" | "version" | "json") {
+            if matches!(name, "help" | "version" | "json" | "template") {
                 return None;
             }
             let id = arg.get_id().as_str();
@@ -260,6 +267,47 @@ fn effective(sub: &ClapCommand, m: &ArgMatches, file: Option<&File>) -> Vec<Sett
         .collect()
 }
 
+/// The settings left at their defaults that the machine sizes
+/// (`crate::machine`): their values become the rule's, with the source
+/// `auto` and the machine (and `--memory-mb`, when set) as their origin.
+pub fn size_from_machine(serve: &mut ServeConfig, machine: &crate::machine::Machine) {
+    use crate::machine::Sizing;
+    let budget = serve.memory_mb.unwrap_or_else(|| Sizing::default_budget_mb(machine));
+    let s = Sizing::from(machine, budget);
+    let origin = match serve.memory_mb {
+        Some(mb) => format!("--memory-mb {mb} on {}", machine.describe()),
+        None => machine.describe(),
+    };
+    let settings = &mut serve.effective;
+    let mut auto = |name: &str, value: String| match settings.iter_mut().find(|x| x.name == name) {
+        // Built in code (tests), with no sources: nothing is auto.
+        None => false,
+        Some(set) if set.source != "default" => false,
+        Some(set) => {
+            *set = Setting { name: name.to_owned(), value: Some(value), source: "auto", from: Some(origin.clone()) };
+            true
+        }
+    };
+    if auto("memory-mb", s.memory_mb.to_string()) {
+        serve.memory_mb = Some(s.memory_mb);
+    }
+    if auto("cache-mb", s.cache_mb.to_string()) {
+        serve.cache.cache_mb = s.cache_mb;
+    }
+    if auto("readers", s.readers.to_string()) {
+        serve.store.readers = s.readers;
+    }
+    if auto("max-connections", s.max_connections.to_string()) {
+        serve.net.max_connections = s.max_connections;
+    }
+    if auto("live-max-sockets", s.live_max_sockets.to_string()) {
+        serve.live.max_sockets = s.live_max_sockets;
+    }
+    if auto("live-max-pending-total-mb", s.live_max_pending_total_mb.to_string()) {
+        serve.live.max_pending_total_mb = s.live_max_pending_total_mb;
+    }
+}
+
 /// Hides secrets: values of settings named like one, and the password in a
 /// URL's `user:password@`.
 fn mask(name: &str, value: &str) -> String {
@@ -269,11 +317,13 @@ fn mask(name: &str, value: &str) -> String {
     crate::settings::mask_password(value, "(hidden)")
 }
 
-/// `pith config`: the table, or JSON keyed by setting.
+/// `pith config`: the table, JSON keyed by setting, or the template.
 pub fn show(cfg: &ConfigShowConfig) -> anyhow::Result<()> {
     let mut text = String::new();
     let settings = &cfg.serve.effective;
-    if cfg.json {
+    if cfg.template {
+        text = template()?;
+    } else if cfg.json {
         let map: BTreeMap<&str, &Setting> = settings.iter().map(|s| (s.name.as_str(), s)).collect();
         text = serde_json::to_string_pretty(&map)? + "\n";
     } else {
@@ -284,6 +334,77 @@ pub fn show(cfg: &ConfigShowConfig) -> anyhow::Result<()> {
         }
     }
     write_out(&text)
+}
+
+/// A TOML file of every `pith serve` setting, commented out: its help,
+/// then `#key = default` (a string quoted, as the file needs it). A
+/// setting sized from the machine, or with no default, has no value after
+/// its `=`.
+pub fn template() -> anyhow::Result<String> {
+    let serve = Cli::command().find_subcommand("serve").cloned().context("no serve subcommand")?;
+    let mut text = String::from(
+        "# Pith's settings (`pith serve`), each at its built-in default. Uncomment a line to set it;\n\
+         # the environment (PITH_*) and flags override this file. `pith config` shows every\n\
+         # setting in effect and where it came from.\n",
+    );
+    for arg in serve.get_arguments() {
+        let Some(name) = arg.get_long() else { continue };
+        if NOT_SETTINGS.contains(&name) {
+            continue;
+        }
+        let help = arg.get_long_help().or(arg.get_help()).map(|h| h.to_string()).unwrap_or_default();
+        text.push('\n');
+        for line in help.lines().flat_map(|l| wrap(l, 88)) {
+            text.push_str(format!("# {line}").trim_end());
+            text.push('\n');
+        }
+        if let Some(env) = arg.get_env() {
+            text.push_str(&format!("# (environment: {})\n", env.to_string_lossy()));
+        }
+        let default: Vec<String> = arg.get_default_values().iter().map(|v| v.to_string_lossy().into_owned()).collect();
+        // An auto-sized setting's built-in default differs by machine
+        // (the readers follow the cores): the template names none.
+        let value = match () {
+            _ if AUTO_SIZED.contains(&name) => "# auto: sized from this machine (docs/DEPLOY.md) unless set".into(),
+            _ if default.is_empty() => String::new(),
+            _ => toml_value(&default.join(",")),
+        };
+        text.push_str(format!("#{name} = {value}").trim_end());
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// `line` cut at spaces into lines of at most `width` characters (a
+/// longer word stands alone).
+fn wrap(line: &str, width: usize) -> Vec<String> {
+    let mut out = vec![String::new()];
+    for word in line.split(' ') {
+        let last = out.last_mut().expect("never empty");
+        if !last.is_empty() && last.len() + 1 + word.len() > width {
+            out.push(word.to_owned());
+        } else {
+            if !last.is_empty() {
+                last.push(' ');
+            }
+            last.push_str(word);
+        }
+    }
+    out
+}
+
+/// The settings `size_from_machine` fills in when they are left unset.
+const AUTO_SIZED: [&str; 6] =
+    ["memory-mb", "cache-mb", "readers", "max-connections", "live-max-sockets", "live-max-pending-total-mb"];
+
+/// A default as TOML: numbers and booleans bare, anything else quoted.
+fn toml_value(v: &str) -> String {
+    if v == "true" || v == "false" || (!v.is_empty() && v.parse::<f64>().is_ok() && !v.starts_with('+')) {
+        v.to_owned()
+    } else {
+        // A JSON string is a TOML basic string: the same quotes and escapes.
+        serde_json::Value::String(v.to_owned()).to_string()
+    }
 }
 
 /// Writes to stdout; a reader that stopped early (`pith config | head`)

@@ -39,6 +39,7 @@ pub mod config;
 pub mod config_file;
 pub mod live;
 pub mod logging;
+pub mod machine;
 pub mod markdown;
 pub mod memory;
 pub mod metrics;

@@ -16,7 +16,9 @@ pub struct LiveConfig {
     #[arg(long = "live-ping-interval", env = "PITH_LIVE_PING_INTERVAL", default_value = "16s", value_parser = parse_interval)]
     pub ping_interval: Duration,
 
-    /// Most live connections (WebSocket and SSE) at once.
+    /// Most live connections (WebSocket and SSE) at once. Default (`auto`):
+    /// the open files --max-connections leaves, within a quarter of
+    /// --memory-mb at 4 KiB a socket.
     #[arg(long = "live-max-sockets", env = "PITH_LIVE_MAX_SOCKETS", default_value_t = LiveConfig::MAX_SOCKETS)]
     pub max_sockets: usize,
 
@@ -44,7 +46,8 @@ pub struct LiveConfig {
     pub send_buffer_kb: usize,
 
     /// MiB of waiting output for all sockets together; past it, sockets
-    /// that cannot take an event are dropped as too slow.
+    /// that cannot take an event are dropped as too slow. Default (`auto`):
+    /// an eighth of --memory-mb.
     #[arg(long = "live-max-pending-total-mb", env = "PITH_LIVE_MAX_PENDING_TOTAL_MB", default_value_t = LiveConfig::MAX_PENDING_TOTAL_MB)]
     pub max_pending_total_mb: usize,
 

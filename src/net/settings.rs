@@ -21,7 +21,8 @@ pub struct NetConfig {
     pub max_header_kb: usize,
 
     /// Most HTTP connections open at once; more are answered 503 and closed.
-    /// Keep it below the process's open-file limit (`ulimit -n`).
+    /// Default (`auto`): a quarter of the open-file limit (`ulimit -n`) at
+    /// most 10,000, within a quarter of --memory-mb.
     #[arg(long, env = "PITH_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub max_connections: usize,
 

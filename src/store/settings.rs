@@ -7,7 +7,8 @@ use crate::settings::default_readers;
 
 #[derive(Debug, Clone, Args)]
 pub struct StoreConfig {
-    /// Reader connections for cache misses (about one per core).
+    /// Reader connections for cache misses. Default (`auto`): one per core,
+    /// at most one per 32 MiB of --memory-mb.
     #[arg(long, env = "PITH_READERS", default_value_t = default_readers())]
     pub readers: usize,
 

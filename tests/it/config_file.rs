@@ -46,7 +46,7 @@ async fn an_empty_setting_in_the_environment_is_ignored_with_a_warning() {
     let out = cmd.output().await.expect("run");
     let json = config_json(&out);
     assert_eq!(json["listen"]["source"], "default", "{json}");
-    assert_eq!(json["readers"]["source"], "default");
+    assert_eq!(json["readers"]["source"], "auto", "sized from the machine when unset");
     assert_eq!(json["max-batch"], serde_json::json!({"value": "9", "source": "env", "from": "PITH_MAX_BATCH"}));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("PITH_LISTEN") && stderr.contains("PITH_READERS"), "named in a warning: {stderr}");
@@ -118,7 +118,37 @@ async fn a_missing_default_file_in_the_data_dir_is_fine() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = run_pith(&["config".as_ref(), "--json".as_ref(), "--data-dir".as_ref(), dir.path().as_os_str()]).await;
     let json = config_json(&out);
-    assert_eq!(json["cache-mb"]["source"], "default");
+    assert_eq!(json["cache-mb"]["source"], "auto");
+}
+
+/// The settings sized from the machine show the source `auto` and the
+/// machine they were sized from; `--memory-mb` sizes them instead, and a
+/// setting given explicitly is never overridden.
+#[tokio::test]
+async fn unset_sizes_come_from_the_machine_or_memory_mb_and_explicit_ones_win() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = tokio::process::Command::from(pith());
+    cmd.args(["config", "--json", "--data-dir"]).arg(dir.path());
+    let json = config_json(&cmd.output().await.expect("run"));
+    for name in ["memory-mb", "cache-mb", "readers", "max-connections", "live-max-sockets", "live-max-pending-total-mb"]
+    {
+        assert_eq!(json[name]["source"], "auto", "{name}: {json}");
+        assert!(json[name]["from"].as_str().is_some_and(|f| f.contains("open files")), "{name}: {json}");
+    }
+    let mut cmd = tokio::process::Command::from(pith());
+    cmd.args(["config", "--json", "--memory-mb", "200", "--readers", "3", "--data-dir"]).arg(dir.path());
+    let json = config_json(&cmd.output().await.expect("run"));
+    assert_eq!(json["memory-mb"], serde_json::json!({"value": "200", "source": "flag", "from": "--memory-mb"}));
+    assert_eq!(json["cache-mb"]["value"], "100", "half the budget: {json}");
+    assert_eq!(json["cache-mb"]["source"], "auto");
+    assert!(json["cache-mb"]["from"].as_str().is_some_and(|f| f.starts_with("--memory-mb 200")), "{json}");
+    assert_eq!(json["live-max-pending-total-mb"]["value"], "25");
+    assert_eq!(json["readers"], serde_json::json!({"value": "3", "source": "flag", "from": "--readers"}));
+    let mut cmd = tokio::process::Command::from(pith());
+    cmd.args(["config", "--memory-mb", "8", "--data-dir"]).arg(dir.path());
+    let out = cmd.output().await.expect("run");
+    assert!(!out.status.success(), "a budget under 16 MiB is refused");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("memory-mb"));
 }
 
 /// `pith config | head` stops reading early: the closed pipe is no error
@@ -183,4 +213,44 @@ async fn the_session_idle_limits_are_settings_with_their_sources() {
 
     let err = config_error(Some("session-idle-days = -1\n"), "pith.toml").await;
     assert!(err.contains("session-idle-days"), "{err}");
+}
+
+/// The Debian package's /etc/pith/pith.toml is `pith config --template`,
+/// kept in step: every setting, commented out at its default. Uncommenting
+/// every line that has a value gives a file `pith config` accepts, each of
+/// those settings then coming from the file.
+#[tokio::test]
+async fn the_packaged_config_file_is_the_template_and_every_default_in_it_is_valid() {
+    let out = run_pith(&["config".as_ref(), "--template".as_ref()]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let template = String::from_utf8(out.stdout).expect("UTF-8");
+    let packaged = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/packaging/deb/pith.toml"))
+        .expect("packaging/deb/pith.toml");
+    assert!(
+        template == packaged,
+        "packaging/deb/pith.toml is stale: run `cargo run -- config --template > packaging/deb/pith.toml`"
+    );
+    // A setting's line is `#key = value`; its help lines start with `# `.
+    let settings = || {
+        template
+            .lines()
+            .filter(|l| !l.starts_with("# "))
+            .filter_map(|l| l.strip_prefix('#')?.split_once(" ="))
+            .map(|(k, v)| (k, v.trim()))
+    };
+    let keys: Vec<&str> = settings().map(|(k, _)| k).collect();
+    for key in ["listen", "data-dir", "cache-mb", "memory-mb", "tls-cert", "public-url", "rate-limits"] {
+        assert!(keys.contains(&key), "{key} missing from the template");
+    }
+    let valued: Vec<(&str, &str)> = settings().filter(|(_, v)| !v.is_empty() && !v.starts_with('#')).collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("all.toml");
+    let text: String = valued.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
+    std::fs::write(&file, &text).expect("write");
+    let out = run_pith(&["config".as_ref(), "--json".as_ref(), "--config".as_ref(), file.as_os_str()]).await;
+    let json = config_json(&out);
+    for (key, _) in &valued {
+        assert_eq!(json[*key]["source"], "file", "{key}: {}", json[*key]);
+    }
+    assert!(valued.len() > 30, "{} settings with defaults", valued.len());
 }

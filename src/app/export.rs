@@ -29,7 +29,25 @@ enum Part {
     Votes(Option<(i64, i64)>),
     Saved(Option<SavedCursor>),
     Inbox(Option<i64>),
+    Messages(Box<Conversations>),
     Done,
+}
+
+/// The walk through the user's private messages: conversation by
+/// conversation, each in pages (newest first, as the store reads them).
+#[derive(Default)]
+struct Conversations {
+    /// The other users of the conversations read so far and not yet
+    /// written; the first is being written.
+    names: std::collections::VecDeque<String>,
+    /// Older messages of the first conversation start after this id.
+    after: Option<i64>,
+    /// The next page of conversations; `None` once the last was read.
+    next_page: Option<i64>,
+    /// No page of conversations read yet.
+    started: bool,
+    /// No message written yet: the next one needs no comma.
+    first: bool,
 }
 
 /// The account's own settings, as the export lists them.
@@ -113,19 +131,52 @@ async fn next<S: Store>(state: &AppState<S>, auth: &AuthUser, part: Part) -> App
             items(&mut out, after.is_none(), &page.items)?;
             match page.next {
                 Some(id) => Part::Inbox(Some(id)),
-                None => {
-                    out.extend_from_slice(b"]}\n");
-                    Part::Done
-                }
+                None => close(
+                    &mut out,
+                    Part::Messages(Box::new(Conversations { first: true, ..Default::default() })),
+                    "messages",
+                ),
             }
         }
+        Part::Messages(walk) => messages(state, user, *walk, &mut out).await?,
         Part::Done => Part::Done,
     };
     Ok((Bytes::from(out), next))
 }
 
+/// One page of messages (reading the next page of conversations first
+/// when the last one's are all written); the array and the document close
+/// after the last.
+async fn messages<S: Store>(
+    state: &AppState<S>,
+    user: &User,
+    mut walk: Conversations,
+    out: &mut Vec<u8>,
+) -> AppResult<Part> {
+    use crate::store::IdPage;
+    while walk.names.is_empty() {
+        if walk.started && walk.next_page.is_none() {
+            out.extend_from_slice(b"]}\n");
+            return Ok(Part::Done);
+        }
+        let page = state.store.conversations(user.id, IdPage { after: walk.next_page, limit: PAGE }).await?;
+        walk.started = true;
+        walk.next_page = page.next;
+        walk.names = page.conversations.into_iter().map(|c| c.with).collect();
+    }
+    let with = walk.names.front().cloned().unwrap_or_default();
+    let page = state.store.conversation(user.id, with, IdPage { after: walk.after, limit: PAGE }).await?;
+    items(out, walk.first, &page.messages)?;
+    walk.first &= page.messages.is_empty();
+    walk.after = page.next;
+    if page.next.is_none() {
+        walk.names.pop_front();
+    }
+    Ok(Part::Messages(Box::new(walk)))
+}
+
 /// The document's opening: what it is, the profile, settings, sessions
-/// and blocked communities (each small), up to the first array.
+/// and blocked communities and users (each small), up to the first array.
 async fn head<S: Store>(state: &AppState<S>, auth: &AuthUser, out: &mut Vec<u8>) -> AppResult<()> {
     #[derive(Serialize)]
     struct Head<'a> {
@@ -135,6 +186,7 @@ async fn head<S: Store>(state: &AppState<S>, auth: &AuthUser, out: &mut Vec<u8>)
         settings: Settings,
         sessions: Vec<super::sessions::SessionInfo>,
         community_blocks: Vec<String>,
+        user_blocks: Vec<String>,
     }
     let two_factor = state.store.two_factor(auth.user.id).await?;
     let head = Head {
@@ -144,6 +196,7 @@ async fn head<S: Store>(state: &AppState<S>, auth: &AuthUser, out: &mut Vec<u8>)
         settings: Settings { two_factor: two_factor.secret.is_some(), recovery_codes_left: two_factor.recovery_left },
         sessions: super::sessions::list(state, auth).await?,
         community_blocks: state.store.blocked(auth.user.id).await?,
+        user_blocks: state.store.blocks(auth.user.id).await?.users,
     };
     serde_json::to_writer(&mut *out, &head).map_err(internal)?;
     // Reopen the object to append the arrays.

@@ -133,6 +133,35 @@ pub fn topic_page(mut rows: Vec<(Topic, f64)>, limit: usize, sort: TopicSort) ->
 pub const PURGED: [&str; 7] =
     ["tokens", "notifications", "saves", "community_blocks", "votes", "moderators", "recovery_codes"];
 
+/// A deleted account's private messages, both ways, with what hangs on
+/// them (conversations, reports, the other side's `message`
+/// notifications), and its user blocks, both ways: (SQLite, PostgreSQL),
+/// in an order the foreign keys allow.
+pub const PURGED_MESSAGES: [(&str, &str); 5] = [
+    (
+        "DELETE FROM notifications WHERE from_id = ?1 AND kind = 'message'",
+        "DELETE FROM notifications WHERE from_id = $1 AND kind = 'message'",
+    ),
+    (
+        "DELETE FROM message_reports WHERE reporter_id = ?1 OR message_id IN \
+         (SELECT id FROM messages WHERE sender_id = ?1 OR recipient_id = ?1)",
+        "DELETE FROM message_reports WHERE reporter_id = $1 OR message_id IN \
+         (SELECT id FROM messages WHERE sender_id = $1 OR recipient_id = $1)",
+    ),
+    (
+        "DELETE FROM conversations WHERE user_id = ?1 OR other_id = ?1",
+        "DELETE FROM conversations WHERE user_id = $1 OR other_id = $1",
+    ),
+    (
+        "DELETE FROM messages WHERE sender_id = ?1 OR recipient_id = ?1",
+        "DELETE FROM messages WHERE sender_id = $1 OR recipient_id = $1",
+    ),
+    (
+        "DELETE FROM user_blocks WHERE user_id = ?1 OR blocked_id = ?1",
+        "DELETE FROM user_blocks WHERE user_id = $1 OR blocked_id = $1",
+    ),
+];
+
 /// The refusal to delete the only administrator left: the site would have
 /// no one to run it.
 pub fn last_admin() -> StoreError {

@@ -75,8 +75,29 @@ async fn export_story<S: Store>(app: &TestApp<S>) {
     app.vote("posts", reply, &alice, -1).await;
     assert_eq!(app.send(Method::POST, &format!("/api/v1/posts/{reply}/save"), Some(&alice), None).await.0, 204);
     assert_eq!(app.send(Method::POST, "/api/v1/communities/raspi/block", Some(&alice), None).await.0, 204);
+    // Private messages both ways, over more than a page, and a user block.
+    let carol = member(app, "carol").await;
+    let message = |to: &str, body: String| Some(json!({"to": to, "body": body}));
+    let sent = pith::app::export::PAGE + 3;
+    for i in 0..sent {
+        let (s, body) =
+            app.send(Method::POST, "/api/v1/messages", Some(&alice), message("carol", format!("m {i}"))).await;
+        assert_eq!(s, 201, "{body}");
+    }
+    let (s, _) = app.send(Method::POST, "/api/v1/messages", Some(&carol), message("alice", "back".into())).await;
+    assert_eq!(s, 201);
+    let (s, _) = app.send(Method::POST, "/api/v1/messages", Some(&bob), message("alice", "from bob".into())).await;
+    assert_eq!(s, 201);
+    assert_eq!(app.send(Method::POST, "/api/v1/users/bob/block", Some(&alice), None).await.0, 204);
 
     let (chunks, doc) = export(app, &alice).await;
+    assert_eq!(doc["user_blocks"], json!(["bob"]));
+    let messages = doc["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), sent + 2, "every message of every conversation, across pages");
+    let ids: std::collections::HashSet<i64> = messages.iter().map(|m| m["id"].as_i64().expect("id")).collect();
+    assert_eq!(ids.len(), sent + 2, "none twice");
+    assert!(messages.iter().any(|m| m["from"] == "carol" && m["body"] == "back"));
+    assert!(messages.iter().any(|m| m["from"] == "bob" && m["to"] == "alice"));
     assert_eq!(doc["format"], "pith-export/1");
     assert_eq!(doc["profile"]["name"], "alice");
     assert_eq!(doc["settings"], json!({"two_factor": false, "recovery_codes_left": 0}));
@@ -133,6 +154,12 @@ async fn deletion_story<S: Store>(app: &TestApp<S>) {
     let alices = app.topic("raspi", &alice, "Alice's").await;
     let kept = app.reply(bobs, &alice, None, "alice was here").await;
     let carols = app.reply(bobs, &carol, None, "carol was here").await;
+    // Messages both ways, and blocks both ways: all of it goes with her.
+    let message = |to: &str| Some(json!({"to": to, "body": "a word"}));
+    assert_eq!(app.send(Method::POST, "/api/v1/messages", Some(&alice), message("carol")).await.0, 201);
+    assert_eq!(app.send(Method::POST, "/api/v1/messages", Some(&carol), message("alice")).await.0, 201);
+    assert_eq!(app.send(Method::POST, "/api/v1/users/bob/block", Some(&alice), None).await.0, 204);
+    assert_eq!(app.send(Method::POST, "/api/v1/users/alice/block", Some(&bob), None).await.0, 204);
     app.reply(bobs, &bob, Some(kept), "@alice @carol replying").await;
     let (_, second) = login(app, "alice", None).await;
     let second = second["token"].as_str().expect("token").to_owned();
@@ -179,6 +206,13 @@ async fn deletion_story<S: Store>(app: &TestApp<S>) {
     assert_error("profile", s, &body, 404, "not_found");
     let q = pith::store::ListInbox { unread_only: false, after: None, limit: 10 };
     assert!(!app.state.store.inbox(carol_id, q).await.expect("inbox").items.is_empty(), "carol's inbox, still");
+    let q = pith::store::ListInbox { unread_only: false, after: None, limit: 10 };
+    let carols_inbox = app.state.store.inbox(carol_id, q).await.expect("inbox").items;
+    assert!(carols_inbox.iter().all(|n| n.kind != pith::model::NoticeKind::Message), "alice's message notice went");
+    let (_, list) = app.send(Method::GET, "/api/v1/messages", Some(&carol), None).await;
+    assert_eq!(list["conversations"], json!([]), "her messages went, both ways: {list}");
+    let (_, blocks) = app.send(Method::GET, "/api/v1/me/blocks", Some(&bob), None).await;
+    assert_eq!(blocks["users"], json!([]), "the blocks of her went: {blocks}");
     let (s, body) =
         app.post("/api/v1/auth/register", None, json!({"username": "Alice", "password": "password123"})).await;
     assert!(s == 409, "the name stays reserved: {s} {body}");

@@ -7,7 +7,7 @@ use deadpool_postgres::GenericClient;
 use super::conn::{all, col, exec, one, opt};
 use super::reads::{POST_COLS, POST_FROM, TOPIC_COLS, TOPIC_FROM, post_row, topic_row};
 use crate::model::{CastVote, ContentFate, Post, Timestamp, Topic, TwoFactor};
-use crate::store::common::{PURGED, last_admin};
+use crate::store::common::{PURGED, PURGED_MESSAGES, last_admin};
 use crate::store::{StoreError, StoreResult};
 
 pub async fn authored_topics(
@@ -78,6 +78,9 @@ pub async fn delete_user(
         ] {
             exec(c, sql, &[&user_id]).await?;
         }
+    }
+    for (_, sql) in PURGED_MESSAGES {
+        exec(c, sql, &[&user_id]).await?;
     }
     for table in PURGED {
         exec(c, &format!("DELETE FROM {table} WHERE user_id = $1"), &[&user_id]).await?;

@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::conn::map_err;
 use super::reads::{POST_COLS, POST_FROM, TOPIC_COLS, TOPIC_FROM, post_row, topic_row};
 use crate::model::{CastVote, ContentFate, Post, Timestamp, Topic, TwoFactor};
-use crate::store::common::{PURGED, last_admin};
+use crate::store::common::{PURGED, PURGED_MESSAGES, last_admin};
 use crate::store::{StoreError, StoreResult};
 
 pub fn authored_topics(conn: &Connection, user_id: i64, after: Option<i64>, limit: usize) -> StoreResult<Vec<Topic>> {
@@ -77,6 +77,7 @@ pub fn delete_user(conn: &Connection, user_id: i64, fate: ContentFate, now: Time
             "DELETE FROM notifications WHERE from_id = ?1",
         ]);
     }
+    statements.extend(PURGED_MESSAGES.map(|(sqlite, _)| sqlite));
     let purge: Vec<String> = PURGED.iter().map(|table| format!("DELETE FROM {table} WHERE user_id = ?1")).collect();
     for sql in statements.into_iter().chain(purge.iter().map(String::as_str)) {
         conn.prepare_cached(sql).and_then(|mut s| s.execute([user_id])).map_err(map_err)?;

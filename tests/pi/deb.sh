@@ -17,14 +17,15 @@ if dpkg -s pith >/dev/null 2>&1; then
 fi
 
 version=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["packages"][0]["version"])')
-out=$(target_dir)/debian
-step "cargo deb (release profile) -> $out"
-cargo deb --locked --output "$out/pith_${version}-1_amd64.deb"
+work=$(mktemp -d /tmp/pith-deb.XXXXXX)
+out=$work/debs
+mkdir -p "$out"
+step "cargo deb (release profile)"
+# cargo-deb leaves one package in target/debian: each is copied out as made.
+cp "$(cargo deb --locked | grep "\.deb$" | tail -n 1)" "$out/pith_${version}-1_amd64.deb"
 # The "newer" package: the same binary under the next Debian revision, as
 # a packaging fix would ship.
-cargo deb --no-build --deb-revision 2 --output "$out/pith_${version}-2_amd64.deb"
-
-work=$(mktemp -d /tmp/pith-deb.XXXXXX)
+cp "$(cargo deb --no-build --deb-revision 2 | grep "\.deb$" | tail -n 1)" "$out/pith_${version}-2_amd64.deb"
 server=""
 cleanup() {
     [ -n "$server" ] && kill "$server" 2>/dev/null || true
@@ -60,8 +61,8 @@ start_unit() {
 step "the unit's ExecStart as the pith user"
 start_unit
 token=$(runuser -u pith -- env PITH_DATA_DIR=/var/lib/pith PITH_CONFIG=/etc/pith/pith.toml /usr/bin/pith user add admin --admin | tail -n 1)
-api POST /api/v1/communities "$token" '{"name":"pi","title":"The Pi","description":""}' >/dev/null
-topic=$(api POST /api/v1/communities/pi/topics "$token" '{"title":"Kept across upgrades","body":"from the package test"}' | json id)
+api POST /api/v1/communities "$token" '{"name":"raspi","title":"The Pi","description":""}' >/dev/null
+topic=$(api POST /api/v1/communities/raspi/topics "$token" '{"title":"Kept across upgrades","body":"from the package test"}' | json id)
 api GET "/api/v1/topics/$topic" | grep -q 'Kept across upgrades' || fail "the topic does not read back"
 [ -f /var/lib/pith/pith.db ] || fail "no database in /var/lib/pith"
 [ "$(stat -c %U /var/lib/pith/pith.db)" = pith ] || fail "the database is not the pith user's"

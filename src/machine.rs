@@ -29,7 +29,7 @@ impl Machine {
         let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
         let memory_mb = memory_mb(Path::new("/"), &cgroup).unwrap_or(1024);
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        Machine { memory_mb, cores, open_files: open_files().unwrap_or(1024) }
+        Machine { memory_mb, cores, open_files: raise_open_files().unwrap_or(1024) }
     }
 
     /// `1024 MiB, 4 cores, 1024 open files`: what `pith config` shows as
@@ -169,10 +169,6 @@ pub fn raise_open_files() -> Option<u64> {
     }
     #[cfg(not(unix))]
     None
-}
-
-fn open_files() -> Option<u64> {
-    raise_open_files()
 }
 
 #[cfg(test)]

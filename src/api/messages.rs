@@ -94,16 +94,11 @@ async fn list_reports<S: Store>(
     Ok(axum::Json(messages::reports(&state, &auth.user, q.status.as_deref(), page).await?))
 }
 
-#[derive(Deserialize)]
-pub struct ResolveRequest {
-    status: String,
-}
-
 async fn resolve_report<S: Store>(
     State(state): State<AppState<S>>,
     auth: AuthUser,
     Path(id): Path<i64>,
-    Json(req): Json<ResolveRequest>,
+    Json(req): Json<super::moderation::ResolveRequest>,
 ) -> AppResult<axum::Json<MessageReport>> {
     Ok(axum::Json(messages::resolve(&state, &auth.user, id, &req.status).await?))
 }

@@ -213,7 +213,7 @@ async fn list_reports<S: Store>(
 
 #[derive(Deserialize)]
 pub struct ResolveRequest {
-    status: String,
+    pub(super) status: String,
 }
 
 async fn resolve_report<S: Store>(

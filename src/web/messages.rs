@@ -271,24 +271,16 @@ pub async fn reports<S: Store>(
     ctx.page(StatusCode::OK, &ReportsPage { ctx: ctx.clone(), reports, open_only, next })
 }
 
-#[derive(Deserialize)]
-pub struct ResolveForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    status: String,
-}
-
 /// `POST /admin/message-reports/{id}`: resolves or dismisses a report.
 pub async fn resolve<S: Store>(
     State(state): State<AppState<S>>,
     session: Session,
     uri: Uri,
     Path(id): Path<String>,
-    form: Result<Form<ResolveForm>, FormRejection>,
+    form: Result<Form<super::moderate::ResolveForm>, FormRejection>,
 ) -> Response {
     let back = "/admin/message-reports";
-    let (ctx, user, form) = match accept(&session, &uri, form, back, |f: &ResolveForm| &f.csrf) {
+    let (ctx, user, form) = match accept(&session, &uri, form, back, |f| &f.csrf) {
         Ok(accepted) => accepted,
         Err(res) => return *res,
     };

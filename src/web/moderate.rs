@@ -318,10 +318,10 @@ fn capitalised(s: &'static str) -> &'static str {
 #[derive(Deserialize)]
 pub struct ResolveForm {
     #[serde(default)]
-    csrf: String,
+    pub(super) csrf: String,
     /// `resolved` or `dismissed`.
     #[serde(default)]
-    status: String,
+    pub(super) status: String,
 }
 
 /// `POST /c/{name}/reports/{id}`: resolve or dismiss a report.

@@ -8,30 +8,16 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { chromium } from 'playwright-core';
+import { BASE, ADMIN, ARGS, PASSWORD, api, register } from './lib.mjs';
 
-const BASE = process.env.PITH_URL;
-const ADMIN = process.env.PITH_ADMIN_TOKEN;
 assert.ok(BASE && ADMIN, 'run through tests/browser/run.sh');
 
-const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync'];
-const PASSWORD = 'correct-horse-9';
 const run = Date.now().toString(36).slice(-5);
 const COMMUNITY = 'acct' + run;
 
 let browser;
 let topic;
 
-async function api(method, path, body, token = ADMIN) {
-  const res = await fetch(BASE + '/api/v1' + path, {
-    method,
-    headers: { 'content-type': 'application/json', authorization: 'Bearer ' + token },
-    body: body && JSON.stringify(body),
-  });
-  const json = res.status === 204 ? null : await res.json().catch(() => null);
-  assert.ok(res.ok, `${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
 
 /// RFC 6238: six digits of HMAC-SHA1 over the 30-second step of `at`.
 function totp(base32, at) {
@@ -58,13 +44,6 @@ async function open(context, path) {
   return page;
 }
 
-async function register(page, name) {
-  await page.goto(BASE + '/register');
-  await page.getByLabel('Username').fill(name);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await Promise.all([page.waitForURL(BASE + '/'), page.getByRole('button', { name: 'Sign up' }).click()]);
-  await page.getByRole('link', { name }).waitFor();
-}
 
 async function logout(page) {
   await Promise.all([page.waitForURL(BASE + '/'), page.getByRole('button', { name: 'Log out' }).click()]);

@@ -5,31 +5,15 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { BASE, ADMIN, ARGS, PASSWORD, api, register } from './lib.mjs';
 
-const BASE = process.env.PITH_URL;
-const ADMIN = process.env.PITH_ADMIN_TOKEN;
 const SHOTS = process.env.PITH_SCREENSHOTS;
 assert.ok(BASE && ADMIN && SHOTS, 'run through tests/browser/run.sh');
 
-// Without these Chromium reaches for the network (which this machine does
-// not have) and stalls; `launch` gives each run a fresh profile directory.
-const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync'];
-const PASSWORD = 'correct-horse-9';
 const run = Date.now().toString(36).slice(-5);
 
 let browser;
 
-async function api(method, path, body, token = ADMIN) {
-  const res = await fetch(BASE + '/api/v1' + path, {
-    method,
-    headers: { 'content-type': 'application/json', authorization: 'Bearer ' + token },
-    body: body && JSON.stringify(body),
-  });
-  const json = await res.json().catch(() => null);
-  assert.ok(res.ok, `${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
 
 /// A page that fails the test on any dialog (alert, confirm) and counts
 /// navigations, so "without reload" can be checked.
@@ -50,13 +34,6 @@ async function assertNoReload(page) {
   assert.equal(await page.evaluate(() => window.__still === true), true, 'the page was not reloaded');
 }
 
-async function register(page, name) {
-  await page.goto(BASE + '/register');
-  await page.getByLabel('Username').fill(name);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await Promise.all([page.waitForURL(BASE + '/'), page.getByRole('button', { name: 'Sign up' }).click()]);
-  await page.getByRole('link', { name }).waitFor();
-}
 
 async function login(page, name) {
   await page.goto(BASE + '/login');

@@ -6,28 +6,16 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
+import { BASE, ADMIN, ARGS, PASSWORD, api, register } from './lib.mjs';
 
-const BASE = process.env.PITH_URL;
-const ADMIN = process.env.PITH_ADMIN_TOKEN;
 assert.ok(BASE && ADMIN, 'run through tests/browser/run.sh');
 
-const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync'];
-const PASSWORD = 'correct-horse-9';
 const run = Date.now().toString(36).slice(-5);
 const COMMUNITY = 'msgs' + run;
 
 let browser;
 const seeded = {};
 
-async function api(method, path, body, token = ADMIN) {
-  const headers = { 'content-type': 'application/json' };
-  if (token) headers.authorization = 'Bearer ' + token;
-  const res = await fetch(BASE + '/api/v1' + path, { method, headers, body: body && JSON.stringify(body) });
-  const json = res.status === 204 ? null : await res.json().catch(() => null);
-  assert.ok(res.ok, `${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
 
 async function open(context, path) {
   const page = await context.newPage();
@@ -37,13 +25,6 @@ async function open(context, path) {
   return page;
 }
 
-async function register(page, name) {
-  await page.goto(BASE + '/register');
-  await page.getByLabel('Username').fill(name);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await Promise.all([page.waitForURL(BASE + '/'), page.getByRole('button', { name: 'Sign up' }).click()]);
-  await page.getByRole('link', { name }).waitFor();
-}
 
 before(async () => {
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ARGS });

@@ -9,13 +9,11 @@ import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { BASE, ARGS } from './lib.mjs';
 
-const BASE = process.env.PITH_URL;
 const MAIL_DIR = process.env.PITH_MAIL_DIR;
 assert.ok(BASE && MAIL_DIR, 'run through tests/browser/run.sh');
 
-const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync'];
 const run = Date.now().toString(36).slice(-5);
 const NAME = 'forgetful' + run;
 const EMAIL = `${NAME}@example.org`;

@@ -4,14 +4,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
+import { BASE, ADMIN, ARGS, PASSWORD, api, register } from './lib.mjs';
 
-const BASE = process.env.PITH_URL;
-const ADMIN = process.env.PITH_ADMIN_TOKEN;
 assert.ok(BASE && ADMIN, 'run through tests/browser/run.sh');
 
-const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync'];
-const PASSWORD = 'correct-horse-9';
 const run = Date.now().toString(36).slice(-5);
 // Communities of this file's own, so it shares the server with forum.test.mjs.
 const KEEP = 'keep' + run;
@@ -20,16 +16,6 @@ const HIDE = 'hide' + run;
 let browser;
 const seeded = {};
 
-async function api(method, path, body, token = ADMIN) {
-  const res = await fetch(BASE + '/api/v1' + path, {
-    method,
-    headers: { 'content-type': 'application/json', authorization: 'Bearer ' + token },
-    body: body && JSON.stringify(body),
-  });
-  const json = res.status === 204 ? null : await res.json().catch(() => null);
-  assert.ok(res.ok, `${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
 
 async function open(context, path) {
   const page = await context.newPage();
@@ -41,13 +27,6 @@ async function open(context, path) {
   return page;
 }
 
-async function register(page, name) {
-  await page.goto(BASE + '/register');
-  await page.getByLabel('Username').fill(name);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await Promise.all([page.waitForURL(BASE + '/'), page.getByRole('button', { name: 'Sign up' }).click()]);
-  await page.getByRole('link', { name }).waitFor();
-}
 
 before(async () => {
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ARGS });

@@ -467,10 +467,21 @@ pub fn moderation_notice(actor_id: i64, author_id: i64, changed: bool) -> Option
 }
 
 /// A private message goes to anyone but its sender, unless they blocked
-/// the sender (answered `blocked`, so the sender knows why).
-pub fn may_message(sender_id: i64, recipient_id: i64, blocked_by_recipient: bool) -> Verdict {
-    if sender_id == recipient_id {
+/// the sender (answered `blocked`, so the sender knows why), and never from
+/// someone banned from the whole site (a community's ban leaves messages
+/// alone: they belong to no community). `bans` need only hold the site ban.
+pub fn may_message(
+    sender: &User,
+    recipient_id: i64,
+    blocked_by_recipient: bool,
+    bans: &BanFacts,
+    now: Timestamp,
+) -> Verdict {
+    if sender.id == recipient_id {
         return Err(Refusal::Invalid("you cannot send a message to yourself".into()));
+    }
+    if let Some(ban) = bans.site.as_ref().filter(|b| needs_bans(sender) && b.in_force(now)) {
+        return Err(banned(None, ban));
     }
     if blocked_by_recipient {
         return Err(Refusal::Denied("blocked", "this user does not take messages from you".into()));
@@ -541,11 +552,21 @@ mod tests {
 
     #[test]
     fn a_message_goes_to_anyone_but_its_sender_and_those_who_blocked_them() {
-        assert!(may_message(1, 2, false).is_ok());
-        assert!(matches!(may_message(1, 1, false), Err(Refusal::Invalid(_))));
-        assert!(matches!(may_message(1, 2, true), Err(Refusal::Denied("blocked", _))));
+        let none = BanFacts::default();
+        assert!(may_message(&user(1), 2, false, &none, NOW).is_ok());
+        assert!(matches!(may_message(&user(1), 1, false, &none, NOW), Err(Refusal::Invalid(_))));
+        assert!(matches!(may_message(&user(1), 2, true, &none, NOW), Err(Refusal::Denied("blocked", _))));
         assert!(may_block(1, 2).is_ok());
         assert!(may_block(2, 2).is_err());
+    }
+
+    #[test]
+    fn a_site_ban_in_force_stops_messages_and_a_community_ban_does_not() {
+        let refused = may_message(&user(1), 2, false, &site_ban(None), NOW);
+        assert!(matches!(refused, Err(Refusal::Denied("banned", ref m)) if m.contains("this site")), "{refused:?}");
+        assert!(may_message(&user(1), 2, false, &site_ban(Some(NOW.0 - 1)), NOW).is_ok(), "expired");
+        assert!(may_message(&user(1), 2, false, &community_ban(None), NOW).is_ok());
+        assert!(may_message(&admin(), 2, false, &site_ban(None), NOW).is_ok(), "bans never bind administrators");
     }
 
     #[test]

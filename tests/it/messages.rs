@@ -1,7 +1,7 @@
 //! Private messages and user blocks through the API, on both stores:
 //! sending, the conversation list and one conversation in pages, read
 //! marks, the recipient's `message` notification, every error code, the
-//! per-user rate limit, a recipient's report and the administrators' view
+//! per-user rate limit, a site ban, a recipient's report and the administrators' view
 //! (reported messages only), and what blocking a user does: their
 //! messages refused, their replies and mentions notify no one, `/me/blocks`.
 //! The pages are in `pages::messages`, the live channel in `live`.
@@ -147,6 +147,20 @@ async fn messages_are_refused_with_codes<S: Store>(app: &TestApp<S>) {
     let (status, _) = app.send(Method::DELETE, "/api/v1/users/dave/block", Some(&erin), None).await;
     assert_eq!(status, 204);
     sent(app, &dave, "erin", "thanks").await;
+
+    // Banned from the site, Dave sends nothing until the ban is lifted; a
+    // community's ban leaves his messages alone.
+    let admin = app.admin_token.clone();
+    let (status, body) = app.post("/api/v1/admin/bans", Some(&admin), json!({"username": "dave"})).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = send(app, &dave, "erin", "let me out").await;
+    assert_error("site-banned", status, &body, 403, "banned");
+    let (status, _) = app.send(Method::DELETE, "/api/v1/admin/bans/dave", Some(&admin), None).await;
+    assert_eq!(status, 204);
+    app.community("strict").await;
+    let (status, body) = app.post("/api/v1/communities/strict/bans", Some(&admin), json!({"username": "dave"})).await;
+    assert_eq!(status, 201, "{body}");
+    sent(app, &dave, "erin", "still here").await;
 }
 
 /// Only its recipient reports a message; administrators read reported

@@ -56,7 +56,9 @@ pub async fn send_message(
     now: Timestamp,
 ) -> StoreResult<(Message, Vec<Notified>)> {
     let (recipient, to) = user_named(c, to).await?;
-    policy::may_message(sender.id, recipient, blocks_user(c, recipient, sender.id).await?)?;
+    // Community 0 is none: only the site-wide ban is read.
+    let bans = super::moderation::ban_facts(c, sender, 0).await?;
+    policy::may_message(sender, recipient, blocks_user(c, recipient, sender.id).await?, &bans, now)?;
     let (low, high) = pair(sender.id, recipient);
     let row = opt(
         c,

@@ -50,7 +50,9 @@ pub fn send_message(
     now: Timestamp,
 ) -> StoreResult<(Message, Vec<Notified>)> {
     let (recipient, to) = user_named(conn, to)?;
-    policy::may_message(sender.id, recipient, blocks_user(conn, recipient, sender.id)?)?;
+    // Community 0 is none: only the site-wide ban is read.
+    let bans = super::moderation::ban_facts(conn, sender, 0)?;
+    policy::may_message(sender, recipient, blocks_user(conn, recipient, sender.id)?, &bans, now)?;
     let (low, high) = pair(sender.id, recipient);
     conn.prepare_cached(
         "INSERT INTO messages (sender_id, recipient_id, low_id, high_id, body, body_html, created_at) \

@@ -6,6 +6,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 
 use pith::app::AppState;
+use pith::migrate::rows::TABLES;
 use pith::server as http;
 use pith::store::Store;
 use pith::store::postgres::{PgOptions, PgStore};
@@ -15,32 +16,8 @@ use serde_json::{Value, json};
 use crate::support::child::run_pith;
 use crate::support::helpers::{spawn_app, spawn_app_in};
 
-const TABLES: &[&str] = &[
-    "users",
-    "tokens",
-    "communities",
-    "topics",
-    "posts",
-    "votes",
-    "saves",
-    "moderators",
-    "bans",
-    "reports",
-    "mod_log",
-    "site",
-    "invites",
-    "community_blocks",
-    "messages",
-    "conversations",
-    "message_reports",
-    "user_blocks",
-    "emails",
-    "mail_tokens",
-    "outbox",
-    "recovery_codes",
-];
-
-/// Every row of every table, sorted, as text.
+/// Every row of every table `pith migrate` copies (its own list, so a
+/// table added there is checked here), sorted, as text.
 fn dump(db: &Path) -> Vec<(String, Vec<String>)> {
     let conn = rusqlite::Connection::open(db).expect("open");
     TABLES

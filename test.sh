@@ -4,40 +4,43 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-echo "== formatting and lints"
+# Each step with the time since the start, so a CI log shows where its time went.
+section() { echo "== $* [$((SECONDS / 60)) min $((SECONDS % 60)) s]"; }
+
+section "formatting and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 
-echo "== Debian packages the benchmark tests build bench/c/cserver.c with"
+section "Debian packages the benchmark tests build bench/c/cserver.c with"
 dpkg -s gcc libsqlite3-dev libssl-dev >/dev/null 2>&1 ||
     { apt-get update -qq && apt-get install -y -qq gcc libsqlite3-dev libssl-dev >/dev/null; }
 
-echo "== PostgreSQL for the storage tests (tests/lib/postgres.sh)"
+section "PostgreSQL for the storage tests (tests/lib/postgres.sh)"
 source tests/lib/postgres.sh
 
-echo "== NATS on 127.0.0.1:4222 for the cluster tests (tests/cluster/nats.sh)"
+section "NATS on 127.0.0.1:4222 for the cluster tests (tests/cluster/nats.sh)"
 tests/cluster/nats.sh
 
-echo "== an SMTP sink for the email tests (aiosmtpd from PyPI, tests/lib/smtp.sh)"
+section "an SMTP sink for the email tests (aiosmtpd from PyPI, tests/lib/smtp.sh)"
 tests/lib/smtp.sh
 
-echo "== unit and integration tests (real SQLite files, a real PostgreSQL, real sockets)"
+section "unit and integration tests (real SQLite files, a real PostgreSQL, real sockets)"
 cargo test --locked --all-targets
 
-echo "== API fuzzing from docs/openapi.json (schemathesis, at most 300 s)"
+section "API fuzzing from docs/openapi.json (schemathesis, at most 300 s)"
 tests/fuzz/schemathesis.sh
 
-echo "== cargo-fuzz targets for Pith's own parsers (${PITH_FUZZ_SECONDS:-20} s each)"
+section "cargo-fuzz targets for Pith's own parsers (${PITH_FUZZ_SECONDS:-20} s each)"
 tests/fuzz/cargo_fuzz.sh
 
-echo "== arm64: the release build cross-compiled and packaged, smoke-tested under qemu-user (tests/pi/arm64.sh)"
+section "arm64: the binary cross-compiled and packaged, smoke-tested under qemu-user (tests/pi/arm64.sh)"
 tests/pi/arm64.sh
 
-echo "== the amd64 Debian package: install, serve as the pith user, upgrade, remove, purge (tests/pi/deb.sh)"
+section "the amd64 Debian package: install, serve as the pith user, upgrade, remove, purge (tests/pi/deb.sh)"
 tests/pi/deb.sh
 
-echo "== the web forum in headless Chromium (playwright-core)"
+section "the web forum in headless Chromium (playwright-core)"
 # Screenshots go to target/ here; `tests/browser/run.sh` alone refreshes docs/screenshots/.
 PITH_SCREENSHOTS="${CARGO_TARGET_DIR:-target}/screenshots" tests/browser/run.sh
 
-echo "== all tests passed"
+section "all tests passed"

@@ -9,7 +9,7 @@ target_dir() { echo "${CARGO_TARGET_DIR:-$PWD/target}"; }
 # cargo-deb, the standard packager for Cargo projects, at a pinned version.
 CARGO_DEB_VERSION=3.6.2
 ensure_cargo_deb() {
-    if ! cargo deb --version 2>/dev/null | grep -q "$CARGO_DEB_VERSION"; then
+    if [[ $(cargo deb --version 2>/dev/null) != *"$CARGO_DEB_VERSION"* ]]; then
         step "installing cargo-deb $CARGO_DEB_VERSION (cargo install, a few minutes)"
         cargo install --quiet --locked cargo-deb --version "$CARGO_DEB_VERSION"
     fi

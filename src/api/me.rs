@@ -78,6 +78,9 @@ async fn revoke_others<S: Store>(State(state): State<AppState<S>>, auth: AuthUse
 #[derive(Deserialize)]
 pub struct Deletion {
     password: String,
+    /// With two-factor login on: a code from the app, or a recovery code.
+    #[serde(default)]
+    code: Option<String>,
     /// `keep_anonymous` or `remove`.
     content: String,
 }
@@ -88,7 +91,7 @@ async fn delete_account<S: Store>(
     auth: AuthUser,
     Json(req): Json<Deletion>,
 ) -> AppResult<StatusCode> {
-    deletion::delete_own(&state, ip, &auth, req.password, &req.content).await?;
+    deletion::delete_own(&state, ip, &auth, req.password, req.code.as_deref(), &req.content).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -15,16 +15,19 @@ use crate::store::Store;
 
 /// The signed-in user deletes their own account. `content` is checked
 /// first (422), then the password (403 `wrong_password`; counted as a
-/// login attempt).
+/// login attempt), then, with two-factor login on, `code` (403
+/// `totp_required` or `totp_invalid`; a wrong one counts as an attempt too).
 pub async fn delete_own<S: Store>(
     state: &AppState<S>,
     ip: ClientIp,
     auth: &AuthUser,
     password: String,
+    code: Option<&str>,
     content: &str,
 ) -> AppResult<()> {
     let fate = ContentFate::parse(content)?;
     super::sessions::check_password(state, ip, &auth.user, password).await?;
+    super::two_factor::check_signed_in(state, ip, &auth.user, code).await?;
     purge(state, auth.user.id, fate).await
 }
 

@@ -135,15 +135,38 @@ pub async fn check_login<S: Store>(
     user: &User,
     code: Option<&str>,
 ) -> AppResult<()> {
+    check_code(state, ip, user, code, StatusCode::UNAUTHORIZED).await
+}
+
+/// The same check before an irreversible act of a signed-in user (deleting
+/// the account): a stolen session and password are not enough while 2FA
+/// is on. Refused 403, as the request itself is authenticated.
+pub async fn check_signed_in<S: Store>(
+    state: &AppState<S>,
+    ip: ClientIp,
+    user: &User,
+    code: Option<&str>,
+) -> AppResult<()> {
+    check_code(state, ip, user, code, StatusCode::FORBIDDEN).await
+}
+
+async fn check_code<S: Store>(
+    state: &AppState<S>,
+    ip: ClientIp,
+    user: &User,
+    code: Option<&str>,
+    status: StatusCode,
+) -> AppResult<()> {
     let Some(secret) = state.store.two_factor(user.id).await?.secret else { return Ok(()) };
-    let code = code.map(str::trim).filter(|c| !c.is_empty()).ok_or_else(|| {
-        rejected(StatusCode::UNAUTHORIZED, "totp_required", "enter the code from your authenticator app")
-    })?;
+    let code = code
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| rejected(status, "totp_required", "enter the code from your authenticator app"))?;
     if verify(state, user, secret, code).await? {
         return Ok(());
     }
     let _ = state.limits.check(Action::Login, ip, Who::Name(&user.name));
-    Err(rejected(StatusCode::UNAUTHORIZED, "totp_invalid", "that code is wrong, expired or used"))
+    Err(rejected(status, "totp_invalid", "that code is wrong, expired or used"))
 }
 
 /// Whether `code` is a TOTP code of `secret` not used before, or one of

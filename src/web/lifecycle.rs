@@ -102,6 +102,8 @@ pub struct DeleteForm {
     #[serde(default)]
     password: String,
     #[serde(default)]
+    code: String,
+    #[serde(default)]
     content: String,
 }
 
@@ -118,7 +120,9 @@ pub async fn delete<S: Store>(
         Ok(accepted) => accepted,
         Err(res) => return *res,
     };
-    match deletion::delete_own(&state, ip, &as_api(&session, user), form.password, &form.content).await {
+    match deletion::delete_own(&state, ip, &as_api(&session, user), form.password, Some(&form.code), &form.content)
+        .await
+    {
         Ok(()) => {
             let mut res = see_other("/");
             res.headers_mut().append(header::SET_COOKIE, session.logout_cookie());

@@ -381,8 +381,21 @@ async fn two_factor_story<S: Store>(app: &TestApp<S>) {
     let (s, body) = login(app, "alice", Some(&"9".repeat(65))).await;
     assert_error("a huge code", s, &body, 401, "totp_invalid");
 
-    // Off takes the password and a code.
+    // So does deleting the account while 2FA is on.
     let me = alice.as_str();
+    let delete = |code: Option<&str>| {
+        let mut body = json!({"password": "password123", "content": "keep_anonymous"});
+        if let Some(code) = code {
+            body["code"] = json!(code);
+        }
+        async move { app.send(Method::DELETE, "/api/v1/me", Some(me), Some(body)).await }
+    };
+    let (s, body) = delete(None).await;
+    assert_error("deletion without a code", s, &body, 403, "totp_required");
+    let (s, body) = delete(Some(&wrong_code(&secret))).await;
+    assert_error("deletion with a wrong code", s, &body, 403, "totp_invalid");
+
+    // Off takes the password and a code.
     let off = |password: &str, code: &str| {
         let body = json!({"password": password, "code": code});
         async move { app.post("/api/v1/me/two-factor/disable", Some(me), body).await }
@@ -397,6 +410,8 @@ async fn two_factor_story<S: Store>(app: &TestApp<S>) {
     assert_eq!(s, 200, "no code needed any more: {body}");
     let (s, body) = off("password123", &recovery[2]).await;
     assert_error("already off", s, &body, 409, "two_factor_off");
+    let (s, body) = delete(None).await;
+    assert_eq!(s, 204, "with 2FA off the password deletes: {body}");
 }
 
 #[tokio::test]

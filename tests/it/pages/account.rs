@@ -54,7 +54,15 @@ async fn two_factor_login_is_set_up_on_the_settings_page_and_asked_for_at_login(
     assert!(page.contains("Two-factor login is on."), "{page}");
     assert_eq!(between(&page, "<ul class=\"recovery-codes\">", "</ul>").matches("<code>").count(), 10);
     let recovery = between(&page, "<ul class=\"recovery-codes\"><li><code>", "<").to_owned();
-    assert!(!text(&browser.get("/settings").await).contains(&recovery), "the codes are shown once");
+    let page = text(&browser.get("/settings").await);
+    assert!(!page.contains(&recovery), "the codes are shown once");
+    // Deleting the account now takes a code as well as the password.
+    assert!(between(&page, "action=\"/settings/delete\"", "</form>").contains("name=\"code\""), "{page}");
+    let delete = [("password", "password123"), ("content", "keep_anonymous")];
+    let r = browser.submit("/settings", "/settings/delete", &delete).await;
+    assert_eq!(r.status, 403);
+    assert!(text(&r).contains("Enter the code from your authenticator app"), "{}", text(&r));
+    assert_eq!(browser.get("/settings").await.status, 200, "still signed in, still there");
 
     // The login form asks for a code, and takes a recovery code once.
     let mut other = Browser::new(&app);

@@ -11,9 +11,9 @@ section "formatting and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 
-section "Debian packages the benchmark tests build bench/c/cserver.c with"
-dpkg -s gcc libsqlite3-dev libssl-dev >/dev/null 2>&1 ||
-    { apt-get update -qq && apt-get install -y -qq gcc libsqlite3-dev libssl-dev >/dev/null; }
+section "Debian packages: what the benchmark tests build bench/c/cserver.c with, and Prometheus for the metrics test"
+dpkg -s gcc libsqlite3-dev libssl-dev prometheus >/dev/null 2>&1 ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libsqlite3-dev libssl-dev prometheus >/dev/null; }
 
 section "PostgreSQL for the storage tests (tests/lib/postgres.sh)"
 source tests/lib/postgres.sh

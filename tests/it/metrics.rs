@@ -1,12 +1,15 @@
 //! `/metrics`: the Prometheus text format, counters that move with
 //! requests, labels by route template, the cache and writer instruments,
-//! and the `--metrics` and `--metrics-listen` settings of the real binary.
+//! the `--metrics` and `--metrics-listen` settings of the real binary, and
+//! a real Prometheus server scraping it.
 
 use std::time::Duration;
 
 use crate::support::child::{Server, free_port};
 use crate::support::helpers::{TestApp, assert_error_shape, client, fetch, spawn_app};
 use crate::support::prom::{Sample, parse, value};
+use crate::support::prometheus::Prometheus;
+use serde_json::json;
 
 async fn scrape(app: &TestApp) -> Vec<Sample> {
     scrape_url(&app.url("/metrics")).await.0
@@ -289,5 +292,44 @@ async fn metrics_on_the_main_listener_answer_local_clients_only_by_default() {
     assert_eq!(r.status, 200);
     let _ = stop.send(());
     let _ = server.await;
+    app.stop().await;
+}
+
+/// Prometheus itself scrapes `/metrics` without an error, and its queries
+/// see Pith's counters move and its histograms make quantiles.
+#[tokio::test]
+async fn a_real_prometheus_scrapes_the_metrics_and_queries_them() {
+    let app = spawn_app().await;
+    app.community("rust").await;
+    let topic = app.topic("rust", &app.admin_token, "Scraped").await;
+    for _ in 0..5 {
+        app.read_topic(topic, "best").await;
+    }
+    let prometheus = Prometheus::scraping(&app.addr, "/metrics").await;
+    let target = prometheus.scraped_target().await;
+    assert_eq!((&target["health"], &target["lastError"]), (&json!("up"), &json!("")), "{target}\n{}", prometheus.log());
+
+    let reads = "pith_http_requests_total{route=\"/api/v1/topics/{id}\",method=\"GET\",status=\"2xx\"}";
+    let result = prometheus.query(reads).await;
+    let stored: f64 = result
+        .first()
+        .and_then(|r| r["value"][1].as_str())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{reads}: {result:?}"));
+    assert!(stored >= 5.0, "five reads counted, Prometheus holds {stored}");
+    let p50 = "histogram_quantile(0.5, sum by (le) (pith_http_request_duration_seconds_bucket))";
+    let result = prometheus.query(p50).await;
+    let quantile: f64 = result
+        .first()
+        .and_then(|r| r["value"][1].as_str())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{p50}: {result:?}"));
+    assert!(quantile.is_finite() && quantile > 0.0, "a median latency from the buckets: {quantile}");
+    // Every family Pith exposes reached Prometheus's own metadata.
+    let metadata = prometheus.api("metadata").await;
+    for (family, kind) in [("pith_http_requests", "counter"), ("pith_http_request_duration_seconds", "histogram")] {
+        assert_eq!(metadata[family][0]["type"], kind, "{family}: {metadata}");
+    }
+    drop(prometheus);
     app.stop().await;
 }

@@ -5,6 +5,7 @@
 //! - `child`: the real `pith` binary as a child process.
 //! - `pg`: a fresh PostgreSQL database per test (`TestDb`).
 //! - `prom`: a strict parser of the Prometheus text format.
+//! - `prometheus`: a real Prometheus server scraping a test's `/metrics`.
 //! - `raw`: a server with explicit connection limits over raw sockets.
 //! - `smtp`: a real SMTP server (aiosmtpd) and the mails it received.
 
@@ -14,6 +15,7 @@ pub mod child;
 pub mod helpers;
 pub mod pg;
 pub mod prom;
+pub mod prometheus;
 pub mod raw;
 #[allow(dead_code)]
 pub mod smtp;

@@ -218,6 +218,16 @@
     time.setAttribute('datetime', post.created_at);
     time.textContent = post.created_at;
     el.querySelector(':scope > details > .body').replaceWith(bodyOf(post.body_html));
+    // A user the viewer blocked: collapsed and tagged, as the page shows
+    // their comments that were there already.
+    if (post.author && (proto.dataset.blocked || '').split(' ').includes(post.author)) {
+      const details = el.querySelector(':scope > details');
+      details.open = false;
+      const tag = document.createElement('span');
+      tag.className = 'tag blocked';
+      tag.textContent = 'blocked';
+      details.querySelector(':scope > summary').prepend(tag, ' ');
+    }
     return el;
   }
 

@@ -99,6 +99,9 @@ struct TopicPage {
     /// A comment as this viewer would see a new one, for the script to
     /// fill in from a live event (`<template id="post-proto">`).
     proto: PostView,
+    /// The names of the users the viewer blocked, space-separated: the
+    /// script collapses their comments as `proto` shows blocked ones.
+    blocked: String,
     max_indent: usize,
     max_depth: usize,
     /// The link to the next page of comments, when there is one.
@@ -284,7 +287,7 @@ async fn render_public_page<S: Store>(
         }
         // The same bytes for every visitor, whatever query they came with.
         let here = path_of(id, sort, part);
-        let html = page_html(Ctx::public(here), &read, sort, part, false, None)?;
+        let html = page_html(Ctx::public(here), &read, sort, part, false, None, Vec::new())?;
         Ok(Arc::new(Rendered::html(html.into_bytes(), restricted)))
     })
     .await?
@@ -306,13 +309,25 @@ pub async fn render_topic_page<S: Store>(
     // The personal layer: this viewer's votes and saves on what the page
     // shows and the authors they blocked, one small read; the shared
     // signed-out page has none.
-    let marks = match &ctx.user {
-        Some(u) => Some(saves::marks(state, u, id, read.posts.iter().map(|p| p.id).collect()).await),
-        None => None,
+    // The users they blocked, by name, go to the page's script too, which
+    // collapses their comments as they arrive live.
+    let (marks, blocked) = match &ctx.user {
+        Some(u) => {
+            let posts = read.posts.iter().map(|p| p.id).collect();
+            let (marks, blocks) = tokio::join!(saves::marks(state, u, id, posts), saves::blocks(state, u));
+            (
+                Some(marks),
+                blocks.map(|b| b.users).unwrap_or_else(|e| {
+                    e.report();
+                    Vec::new()
+                }),
+            )
+        }
+        None => (None, Vec::new()),
     };
     let page_ctx = ctx.clone();
     let moderator = viewer == Viewer::Moderator;
-    let html = blocking(move || page_html(page_ctx, &read, sort, part, moderator, marks.as_ref())).await??;
+    let html = blocking(move || page_html(page_ctx, &read, sort, part, moderator, marks.as_ref(), blocked)).await??;
     let mut res = ctx.html(StatusCode::OK, html);
     res.headers_mut().insert(header::LINK, link_canonical(id));
     Ok(res)
@@ -335,6 +350,7 @@ fn page_html(
     part: Part,
     moderator: bool,
     marks: Option<&Marks>,
+    blocked: Vec<String>,
 ) -> AppResult<String> {
     let topic = &read.topic;
     let id = topic.id;
@@ -368,6 +384,7 @@ fn page_html(
         can_reply: user.is_some() && open,
         moderator,
         proto: PostView { reply: open, ..proto(id, user, moderating) },
+        blocked: blocked.join(" "),
         max_indent: MAX_INDENT,
         max_depth: MAX_DEPTH,
         next: read.next.map(|c| path_of(id, sort, Part::After(c)) + "#comments"),

@@ -2,7 +2,8 @@
 // message sent from a profile (JavaScript off) raises the recipient's inbox
 // badge live, shows in their conversations and reads as read once opened,
 // and can be reported; blocking a user collapses their comments for the
-// blocker only, until unblocked from the blocks page. Run through run.sh.
+// blocker only, those already there and those arriving live, until
+// unblocked from the blocks page. Run through run.sh.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
@@ -34,7 +35,7 @@ before(async () => {
   const topic = await api('POST', `/communities/${COMMUNITY}/topics`, { title: `Talk ${run}`, body: 'Be nice.' });
   const kind = await api('POST', `/topics/${topic.id}/posts`, { body: `A kind comment ${run}` });
   const rude = await api('POST', `/topics/${topic.id}/posts`, { body: `A rude comment ${run}` }, session.token);
-  Object.assign(seeded, { troll, topic: topic.id, kind: kind.id, rude: rude.id });
+  Object.assign(seeded, { troll, trollToken: session.token, topic: topic.id, kind: kind.id, rude: rude.id });
 });
 
 after(async () => {
@@ -108,6 +109,23 @@ test('block: a blocked user\'s comments collapse for the blocker only, and open 
   const anon = await browser.newContext();
   const reader = await open(anon, topicPath);
   assert.equal(await reader.locator(`#p${seeded.rude} > details`).getAttribute('open'), '', 'not for anyone else');
+
+  // A comment of theirs arriving live comes collapsed and tagged too, for
+  // the blocker only.
+  // Signed in, the stream is /inbox/live; signed out, /api/v1/live/sse.
+  const subscribed = Promise.all([[page, '/inbox/live'], [reader, '/api/v1/live/sse']]
+    .map(([p, stream]) => p.waitForResponse((r) => r.url().includes(stream))));
+  await Promise.all([page.reload(), reader.reload()]);
+  await subscribed;
+  const later = await api('POST', `/topics/${seeded.topic}/posts`, { body: `Rude, live ${run}` }, seeded.trollToken);
+  const arrived = page.locator(`#p${later.id} > details`);
+  await arrived.waitFor({ state: 'attached' });
+  assert.equal(await arrived.getAttribute('open'), null, 'collapsed as it arrives');
+  assert.match(await arrived.locator('summary').innerText(), /blocked/);
+  const seen = reader.locator(`#p${later.id} > details`);
+  await seen.waitFor({ state: 'attached' });
+  assert.equal(await seen.getAttribute('open'), '', 'open for everyone else');
+  assert.doesNotMatch(await seen.locator('summary').innerText(), /blocked/);
 
   await page.goto(BASE + '/settings');
   await Promise.all([page.waitForURL(BASE + '/blocks'), page.getByRole('link', { name: 'Blocked users and communities' }).click()]);

@@ -15,7 +15,8 @@
 //! - `messages`: private messages, conversations, reported messages;
 //!   blocking a user is in `saves`, next to blocking a community.
 //! - `media`: picture uploads (processed, stored, recorded within quotas)
-//!   and the removal of pictures nothing shows any more.
+//!   and the removal of pictures nothing shows any more; `media_gc`: the
+//!   pictures' files and rows brought back in step (`pith media gc`).
 //! - `email`: addresses and their verification, password resets by mail,
 //!   the digest setting; `mail`: the SMTP settings and the sender that
 //!   drains the outbox.
@@ -43,6 +44,7 @@ pub mod inbox;
 pub mod limits;
 pub mod mail;
 pub mod media;
+pub mod media_gc;
 pub mod messages;
 pub mod moderation;
 pub mod posts;

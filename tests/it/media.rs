@@ -382,3 +382,94 @@ async fn the_byte_limit_and_the_rate_limit_refuse_uploads() {
     assert_error("third upload", s.status, &s.json(), 429, "rate_limited");
     app.stop().await;
 }
+
+async fn gc_story<S: Store>(app: &TestApp<S>) {
+    use pith::app::media_gc::{GcOptions, gc};
+    use pith::media::files::MediaDir;
+    app.community("cleanup").await;
+    let jay = app.user("jay").await;
+    let unused = upload(app, &jay, "u.jpg", "image/jpeg", &encode(photo(90, 60, 40), ImageFormat::Jpeg)).await.json();
+    let shown = upload(app, &jay, "s.jpg", "image/jpeg", &encode(photo(60, 90, 41), ImageFormat::Jpeg)).await.json();
+    let shown_url = shown["url"].as_str().expect("url").to_owned();
+    let topic = app.topic("cleanup", &jay, "Pictures").await;
+    app.reply(topic, &jay, None, &format!("![]({shown_url})")).await;
+    // A lost file, a file with no row, a crash's temporary file, and an
+    // old picture no body shows.
+    std::fs::remove_file(file_of(app, &shown_url)).expect("lose a file");
+    let dir = MediaDir::new(app.dir.path().join("media"));
+    let orphan = MediaName::parse(&format!("{}-5x5.png", "cd".repeat(16))).expect("name");
+    dir.write(&orphan, b"no row names me").expect("orphan");
+    let temp = dir.path(&orphan).with_file_name(".tmp-1-2-crashed");
+    std::fs::write(&temp, b"half").expect("temp");
+    let old = MediaName::parse(&format!("{}-7x7.png", "ef".repeat(16))).expect("name");
+    dir.write(&old, b"old").expect("old");
+    let row = pith::model::media::Media {
+        name: old.to_string(),
+        owner_id: None,
+        bytes: 3,
+        width: 7,
+        height: 7,
+        content_type: "image/png".into(),
+        created_at: pith::model::Timestamp(1_000_000),
+    };
+    app.state.store.record_media(row, Default::default()).await.expect("old row");
+
+    let opts = GcOptions { grace: std::time::Duration::ZERO, unreferenced_days: Some(30), dry_run: true };
+    let seen = gc(&app.state.store, &dir, opts).await.expect("dry run");
+    assert_eq!(seen.orphan_files, [dir.path(&orphan)]);
+    assert_eq!(seen.stale_temp, std::slice::from_ref(&temp));
+    assert_eq!(seen.missing, [shown["id"].as_str().expect("id")]);
+    assert_eq!(seen.unreferenced, [old.to_string()], "`unused` is new, so it stays");
+    assert!(dir.exists(&orphan) && temp.exists(), "a dry run changes nothing");
+
+    let done = gc(&app.state.store, &dir, GcOptions { dry_run: false, ..opts }).await.expect("gc");
+    assert_eq!((done.orphan_files.len(), done.missing.len(), done.unreferenced.len()), (1, 1, 1));
+    assert!(!dir.exists(&orphan) && !temp.exists() && !dir.exists(&old));
+    let usage = app.state.store.media_usage(None).await.expect("usage");
+    assert_eq!(usage.files, 1, "only `unused` is left");
+    assert_eq!(fetch(app.req(Method::GET, unused["url"].as_str().expect("url"))).await.status, 200);
+    let again = gc(&app.state.store, &dir, GcOptions { dry_run: false, ..opts }).await.expect("gc again");
+    assert!(again.orphan_files.is_empty() && again.missing.is_empty() && again.unreferenced.is_empty());
+}
+
+#[tokio::test]
+async fn media_gc_finds_orphans_and_missing_files() {
+    let app = spawn_app().await;
+    gc_story(&app).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn media_gc_on_postgres() {
+    let db = TestDb::create().await;
+    let app = spawn_pg_app(&db).await;
+    gc_story(&app).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn backup_and_restore_carry_the_pictures() {
+    let app = spawn_app().await;
+    let kim = app.user("kim").await;
+    let pic = upload(&app, &kim, "k.png", "image/png", &encode(photo(30, 20, 50), ImageFormat::Png)).await.json();
+    let url = pic["url"].as_str().expect("url").to_owned();
+    let dir = app.stop().await;
+    let data = dir.path().to_str().expect("utf-8").to_owned();
+    let root = tempfile::tempdir().expect("tempdir");
+    let file = root.path().join("forum.backup");
+    let file_arg = file.to_str().expect("utf-8");
+    let run = |args: Vec<String>| async move {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        let out = crate::support::child::run_pith(&args).await;
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(vec!["backup".into(), file_arg.into(), "--data-dir".into(), data.clone()]).await;
+    let copied = walk(&root.path().join("forum.backup.media"));
+    assert_eq!(copied, 2, "the picture and its thumbnail");
+    std::fs::remove_dir_all(dir.path().join("media")).expect("lose the pictures");
+    run(vec!["restore".into(), file_arg.into(), "--data-dir".into(), data]).await;
+    let app = crate::support::helpers::spawn_app_in(dir).await;
+    let res = fetch(app.req(Method::GET, &url)).await;
+    assert_eq!(res.status, 200, "the picture is back");
+    app.stop().await;
+}

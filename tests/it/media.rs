@@ -473,3 +473,36 @@ async fn backup_and_restore_carry_the_pictures() {
     assert_eq!(res.status, 200, "the picture is back");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn bench_upload_reports_uploads_memory_and_bytes_saved() {
+    let app = spawn_app().await;
+    let token = app.user("bench").await;
+    let pid = std::process::id().to_string();
+    let args = [
+        "bench",
+        "upload",
+        "--url",
+        &app.addr,
+        "--token",
+        &token,
+        "-n",
+        "3",
+        "-c",
+        "2",
+        "--width",
+        "400",
+        "--height",
+        "300",
+        "--server-pid",
+        &pid,
+    ];
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    let out = crate::support::child::run_pith(&args).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    for want in ["3 uploads, 2 at once", "0 failed", "server RSS:", "% saved"] {
+        assert!(stdout.contains(want), "{want:?} in {stdout}");
+    }
+    app.stop().await;
+}

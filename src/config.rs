@@ -23,6 +23,33 @@ pub struct BackupConfig {
 
     #[command(flatten)]
     pub data: DataConfig,
+
+    /// Directory of the stored pictures; default: `media` in the data dir.
+    #[arg(long, env = "PITH_MEDIA_DIR")]
+    pub media_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MediaGcConfig {
+    #[command(flatten)]
+    pub data: DataConfig,
+
+    /// Directory of the stored pictures; default: `media` in the data dir.
+    #[arg(long, env = "PITH_MEDIA_DIR")]
+    pub media_dir: Option<PathBuf>,
+
+    /// Report what would be done, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Also remove pictures uploaded at least this many days ago that no
+    /// topic or post shows.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=36500))]
+    pub unreferenced_days: Option<u64>,
+
+    /// Leave files younger than this alone (an upload may be writing them).
+    #[arg(long, default_value_t = 60)]
+    pub grace_minutes: u64,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -32,6 +59,10 @@ pub struct RestoreConfig {
 
     #[command(flatten)]
     pub data: DataConfig,
+
+    /// Directory of the stored pictures; default: `media` in the data dir.
+    #[arg(long, env = "PITH_MEDIA_DIR")]
+    pub media_dir: Option<PathBuf>,
 }
 
 /// Where the data lives; shared by every subcommand that touches data.
@@ -128,6 +159,9 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub mail: crate::app::mail::MailConfig,
+
+    #[command(flatten)]
+    pub media: crate::app::media::MediaConfig,
 
     /// TOML file of settings, keyed by the long flag names (`listen =
     /// "0.0.0.0:8080"`, `cache-mb = 128`); flags and environment override

@@ -16,8 +16,8 @@ use clap::{ArgMatches, Command as ClapCommand, CommandFactory, FromArgMatches};
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{
-    BackupConfig, RestoreConfig, SeedConfig, ServeConfig, Setting, UserAddConfig, UserDeleteConfig, UserInviteConfig,
-    UserResetLinkConfig, UserTokenConfig,
+    BackupConfig, MediaGcConfig, RestoreConfig, SeedConfig, ServeConfig, Setting, UserAddConfig, UserDeleteConfig,
+    UserInviteConfig, UserResetLinkConfig, UserTokenConfig,
 };
 
 /// The subcommands that take `pith serve`'s settings.
@@ -63,6 +63,19 @@ pub enum Command {
     /// Copy a whole forum between SQLite and PostgreSQL, verified by counts
     /// and checksums (stop the source server first).
     Migrate(crate::migrate::MigrateConfig),
+    /// Look after the stored pictures.
+    Media {
+        #[command(subcommand)]
+        command: MediaCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MediaCommand {
+    /// Bring the pictures' files and rows back in step: remove freed
+    /// pictures, files with no row and crash leftovers, forget rows whose
+    /// file is missing, and print what was found.
+    Gc(MediaGcConfig),
 }
 
 #[derive(Debug, Clone, Args)]

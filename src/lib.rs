@@ -5,6 +5,8 @@
 //! never the ones above, and not its siblings in the same layer;
 //! `tests/it/layers.rs` holds the code to this order.
 //!
+//! 0. `media`: pictures checked, decoded and re-encoded, their
+//!    content-addressed names and files, the pool they are decoded on.
 //! 1. Foundations: `settings` (value parsers every module's settings
 //!    share), `markdown` (user Markdown to sanitized HTML), `logging` (log
 //!    settings, request ids), `memory` (glibc malloc tuning).
@@ -41,6 +43,7 @@ pub mod live;
 pub mod logging;
 pub mod machine;
 pub mod markdown;
+pub mod media;
 pub mod memory;
 pub mod metrics;
 pub mod migrate;

@@ -1,7 +1,7 @@
 //! The `pith` binary: parse the command line, start logging, dispatch.
 //! Everything else lives in the library so tests and `bench` reuse it.
 
-use pith::config_file::{Command, UserCommand};
+use pith::config_file::{Command, MediaCommand, UserCommand};
 
 fn main() -> std::process::ExitCode {
     let ignored = pith::config_file::ignore_empty_env();
@@ -36,6 +36,7 @@ fn main() -> std::process::ExitCode {
         Command::Restore(cfg) => pith::backup::restore(cfg),
         Command::Config(cfg) => pith::config_file::show(&cfg),
         Command::Migrate(cfg) => pith::migrate::main(cfg),
+        Command::Media { command: MediaCommand::Gc(cfg) } => pith::backup::media_gc(cfg),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

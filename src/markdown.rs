@@ -59,13 +59,41 @@ pub fn render(source: &str) -> String {
 /// `render`, and the names the HTML links as `@mentions` (lowercased, in
 /// order of first mention; none when the source is shown as plain text).
 pub fn render_with_mentions(source: &str) -> (String, Vec<String>) {
+    let out = render_all(source);
+    (out.html, out.mentions)
+}
+
+/// A body rendered, with what it points at.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rendered {
+    pub html: String,
+    /// The names linked as `@mentions`, lowercased, in order of first
+    /// mention.
+    pub mentions: Vec<String>,
+    /// The site's pictures shown or linked (`/media/NAME`), by their
+    /// full-size names, each once, in order of first use.
+    pub media: Vec<String>,
+}
+
+/// `render`, with the mentions and the site's pictures the body uses (none
+/// of either when the source is shown as plain text).
+pub fn render_all(source: &str) -> Rendered {
     let mut events = Tame::new(Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH));
     let mut out = Writer::new(max_len(source.len()));
     if out.run(events.by_ref()).is_err() || events.too_deep {
-        return (plain(source), Vec::new());
+        return Rendered { html: plain(source), ..Rendered::default() };
     }
-    (out.html, events.mentions)
+    Rendered { html: out.html, mentions: events.mentions, media: events.media }
 }
+
+/// The site's own picture a URL names: `/media/NAME` with a name
+/// `media::MediaName` reads.
+fn site_media(url: &str) -> Option<crate::media::MediaName> {
+    crate::media::MediaName::parse(url.strip_prefix(MEDIA_PATH)?)
+}
+
+/// Where the site's pictures are served.
+pub const MEDIA_PATH: &str = "/media/";
 
 /// The fallback for sources past the size bound: the text, escaped, which
 /// is at most 6 times as long (`"` becomes `&quot;`) plus 7 bytes.
@@ -175,10 +203,12 @@ impl Writer {
             Tag::Strong => self.write("<strong>"),
             Tag::Strikethrough => self.write("<del>"),
             Tag::Link { link_type, dest_url, title, .. } => self.link(link_type, &dest_url, &title),
-            // Tame makes every image a link or drops it; HTML blocks are
-            // paragraphs by then. What is not enabled writes no tag.
-            Tag::Image { .. }
-            | Tag::HtmlBlock
+            // Only the site's own pictures reach here as images (Tame makes
+            // the rest links), their alt text in `title`.
+            Tag::Image { dest_url, title, .. } => self.image(&dest_url, &title),
+            // HTML blocks are paragraphs by then. What is not enabled
+            // writes no tag.
+            Tag::HtmlBlock
             | Tag::FootnoteDefinition(_)
             | Tag::DefinitionList
             | Tag::DefinitionListTitle
@@ -208,9 +238,8 @@ impl Writer {
             TagEnd::Emphasis => self.write("</em>"),
             TagEnd::Strong => self.write("</strong>"),
             TagEnd::Strikethrough => self.write("</del>"),
-            TagEnd::Link => self.write("</a>"),
-            TagEnd::Image
-            | TagEnd::HtmlBlock
+            TagEnd::Link | TagEnd::Image => self.write("</a>"),
+            TagEnd::HtmlBlock
             | TagEnd::FootnoteDefinition
             | TagEnd::DefinitionList
             | TagEnd::DefinitionListTitle
@@ -243,6 +272,19 @@ impl Writer {
         self.write(" rel=\"")?;
         self.write(LINK_REL)?;
         self.write("\">")
+    }
+
+    /// One of the site's pictures, linked to itself at full size:
+    /// `<a href rel><img src alt width height loading="lazy">`, its size
+    /// read from its name so the page does not shift as it loads. Any
+    /// other URL wrote no image (Tame made it a link).
+    fn image(&mut self, dest: &str, alt: &str) -> Result<(), TooLong> {
+        let Some(name) = site_media(dest) else { return self.write("<a>") };
+        let full = name.full();
+        let tag = format!("<a href=\"{MEDIA_PATH}{full}\" rel=\"{LINK_REL}\"><img src=\"{MEDIA_PATH}{full}\" alt=\"");
+        self.write(&tag)?;
+        self.attribute(alt)?;
+        self.write(&format!("\" width=\"{}\" height=\"{}\" loading=\"lazy\">", full.width, full.height))
     }
 
     /// A block tag: on a new line, as pulldown-cmark places it.
@@ -368,10 +410,13 @@ fn escape_href(out: &mut String, url: &str) {
 /// replaced:
 /// - raw HTML (blocks and inline) becomes text, so it shows escaped, as
 ///   typed, rather than being passed through or silently dropped;
-/// - images become links to the image, with the alt text (or the URL) as
-///   the link text: the forum makes no third-party requests, so a page never
-///   loads an image a user named. An image inside a link keeps only its alt
-///   text, as a link in a link is not valid HTML;
+/// - an image of the site's own (`/media/NAME`, outside a link) stays an
+///   image: one `Start(Image)` with its alt text as plain text in `title`,
+///   then its `End(Image)` (the events of the alt text are read here);
+/// - other images become links to the image, with the alt text (or the
+///   URL) as the link text: the forum makes no third-party requests, so a
+///   page never loads an image a user named. An image inside a link keeps
+///   only its alt text, as a link in a link is not valid HTML;
 /// - a link inside a link (an autolink in a link's text) keeps only its
 ///   text, as a link in a link is not valid HTML;
 /// - table alignment is dropped, as it would be a `style` attribute;
@@ -406,6 +451,8 @@ struct Tame<'a, I> {
     after_word: bool,
     /// The names mentioned, in order of first mention, lowercased.
     pub mentions: Vec<String>,
+    /// The site's pictures shown or linked, full-size names, each once.
+    pub media: Vec<String>,
 }
 
 impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Tame<'a, I> {
@@ -444,7 +491,40 @@ impl<'a, I: Iterator<Item = Event<'a>>> Tame<'a, I> {
             in_code: false,
             after_word: false,
             mentions: Vec::new(),
+            media: Vec::new(),
         }
+    }
+
+    /// Records a use of the site's picture `url` names, if it names one.
+    fn note_media(&mut self, url: &str) {
+        if let Some(name) = site_media(url) {
+            let full = name.full().to_string();
+            if !self.media.contains(&full) {
+                self.media.push(full);
+            }
+        }
+    }
+
+    /// The alt text of the image just opened, as plain text: its texts and
+    /// code, and those of images nested in it, up to its own end.
+    fn alt_text(&mut self) -> String {
+        let mut alt = String::new();
+        let mut open = 1usize;
+        for event in self.events.by_ref() {
+            match event {
+                Event::Start(Tag::Image { .. }) => open += 1,
+                Event::End(TagEnd::Image) => {
+                    open -= 1;
+                    if open == 0 {
+                        break;
+                    }
+                }
+                Event::Text(t) | Event::Code(t) => alt.push_str(&t),
+                Event::SoftBreak | Event::HardBreak => alt.push(' '),
+                _ => {}
+            }
+        }
+        alt
     }
 
     /// The next event with raw HTML, images and alignment replaced.
@@ -476,6 +556,7 @@ impl<'a, I: Iterator<Item = Event<'a>>> Tame<'a, I> {
                 Event::End(TagEnd::HtmlBlock) => Event::End(TagEnd::Paragraph),
                 Event::Start(Tag::Table(_)) => Event::Start(Tag::Table(Vec::new())),
                 Event::Start(Tag::Link { link_type, dest_url, title, id }) => {
+                    self.note_media(&dest_url);
                     let keep = self.links == 0;
                     self.link_kept.push(keep);
                     if !keep {
@@ -491,7 +572,16 @@ impl<'a, I: Iterator<Item = Event<'a>>> Tame<'a, I> {
                     self.links = self.links.saturating_sub(1);
                     Event::End(TagEnd::Link)
                 }
+                Event::Start(Tag::Image { link_type, dest_url, title: _, id })
+                    if self.links == 0 && site_media(&dest_url).is_some() =>
+                {
+                    self.note_media(&dest_url);
+                    let alt = self.alt_text();
+                    self.pending = Some(Event::End(TagEnd::Image));
+                    Event::Start(Tag::Image { link_type, dest_url, title: alt.into(), id })
+                }
                 Event::Start(Tag::Image { link_type, dest_url, title, id }) => {
+                    self.note_media(&dest_url);
                     let as_link = self.links == 0;
                     self.images.push(as_link);
                     if !as_link {
@@ -680,7 +770,11 @@ pub(crate) mod tests {
     /// change: only these tags and attributes, only http, https and
     /// mailto links (or relative ones), no comments, `rel` on every link.
     pub(crate) fn sanitizer() -> Builder<'static> {
-        let attrs = HashMap::from([("a", HashSet::from(["href", "title"])), ("ol", HashSet::from(["start"]))]);
+        let attrs = HashMap::from([
+            ("a", HashSet::from(["href", "title"])),
+            ("ol", HashSet::from(["start"])),
+            ("img", HashSet::from(["src", "alt", "width", "height", "loading"])),
+        ]);
         let mut b = Builder::empty();
         // The inertness check's list: one allow-list for both checks.
         b.tags(inert::TAGS.iter().copied().collect())
@@ -1080,6 +1174,34 @@ pub(crate) mod tests {
             format!("<a href=\"&#106;avascript:alert(1)\" {rel}>x</a>"),
         ] {
             assert!(inert::check(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_sites_own_picture_is_an_image_linked_to_itself_and_others_stay_links() {
+        let name = format!("{}-640x480.jpg", "ab".repeat(16));
+        let thumb = name.replace(".jpg", ".t.jpg");
+        let out = assert_inert(&format!("![a *cat* & dog](/media/{thumb} \"title\")"));
+        assert_eq!(
+            out,
+            format!(
+                "<p><a href=\"/media/{name}\" rel=\"{LINK_REL}\"><img src=\"/media/{name}\" alt=\"a cat &amp; dog\" \
+                 width=\"640\" height=\"480\" loading=\"lazy\"></a></p>\n"
+            )
+        );
+        assert_eq!(
+            render_all(&format!("![x](/media/{name}) [y](/media/{thumb}) ![z](/media/{name})")).media,
+            std::slice::from_ref(&name)
+        );
+        // Another host's picture, a name that does not parse, or a picture
+        // inside a link: links, or text, and never an image.
+        for source in [
+            "![c](https://c.example/i.png)".to_owned(),
+            "![c](/media/../pith.db)".to_owned(),
+            format!("![c](//evil.example/media/{name})"),
+            format!("[![c](/media/{name})](https://a.example)"),
+        ] {
+            assert!(!assert_inert(&source).contains("<img"), "{source}");
         }
     }
 

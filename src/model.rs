@@ -9,6 +9,7 @@ pub mod change;
 pub mod inbox;
 mod lookalike;
 pub mod mail;
+pub mod media;
 pub mod messages;
 mod moderation;
 pub mod paging;
@@ -287,17 +288,25 @@ pub struct Text {
     /// The names `@mentioned` (linked in `html`), lowercased: whom a new
     /// post notifies besides the author it replies to.
     mentions: Vec<String>,
+    /// The site's pictures it shows (`/media/NAME`, full-size names): the
+    /// references the store records with the body.
+    media: Vec<String>,
 }
 
 impl Text {
     /// Renders `source` here, on this thread.
     pub fn render(source: Body) -> Text {
-        let (html, mentions) = crate::markdown::render_with_mentions(source.as_str());
-        Text { source, html, mentions }
+        let out = crate::markdown::render_all(source.as_str());
+        Text { source, html: out.html, mentions: out.mentions, media: out.media }
     }
 
     pub fn mentions(&self) -> &[String] {
         &self.mentions
+    }
+
+    /// The site's pictures the body shows, by name, each once.
+    pub fn media(&self) -> &[String] {
+        &self.media
     }
 
     /// The Markdown as written.

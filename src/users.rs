@@ -3,17 +3,10 @@
 //! token to an existing account, create an invite code for a site that
 //! admits by invitation, or delete an account.
 
-use std::future::Future;
-
-use anyhow::Context;
-
 use crate::app::auth::{hash_password, new_token, token_digest};
-use crate::config::{
-    Backend, DataConfig, UserAddConfig, UserDeleteConfig, UserInviteConfig, UserResetLinkConfig, UserTokenConfig,
-};
+use crate::backup::{with_postgres, with_sqlite};
+use crate::config::{Backend, UserAddConfig, UserDeleteConfig, UserInviteConfig, UserResetLinkConfig, UserTokenConfig};
 use crate::model::{ContentFate, NewToken, Password, Timestamp, TokenKind, User, Username};
-use crate::store::postgres::{PgOptions, PgStore};
-use crate::store::sqlite::{SqliteOptions, SqliteStore};
 use crate::store::{Store, StoreError};
 
 pub fn add(cfg: UserAddConfig) -> anyhow::Result<()> {
@@ -158,44 +151,4 @@ async fn add_user<S: Store>(
     };
     let token = issue(&*store, &user, "pith user add").await?;
     Ok((user, token))
-}
-
-/// Opens the SQLite database `data` points at, runs `f` on it and shuts
-/// the store down cleanly (commit, checkpoint) whatever `f` returned.
-fn with_sqlite<T, F, Fut>(data: &DataConfig, f: F) -> anyhow::Result<T>
-where
-    F: FnOnce(std::sync::Arc<SqliteStore>) -> Fut,
-    Fut: Future<Output = anyhow::Result<T>>,
-{
-    let path = data.sqlite_path()?;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    rt.block_on(async {
-        let opts = SqliteOptions { readers: 1, ..SqliteOptions::default() };
-        let store = std::sync::Arc::new(
-            SqliteStore::open(&path, &opts).with_context(|| format!("cannot open database {}", path.display()))?,
-        );
-        let result = f(store.clone()).await;
-        store.shutdown().await;
-        result
-    })
-}
-
-/// Connects to the PostgreSQL database at `url` (migrating it) and runs `f`.
-fn with_postgres<T, F, Fut>(url: &str, f: F) -> anyhow::Result<T>
-where
-    F: FnOnce(std::sync::Arc<PgStore>) -> Fut,
-    Fut: Future<Output = anyhow::Result<T>>,
-{
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    rt.block_on(async {
-        let opts = PgOptions { pool_size: 1, ..PgOptions::default() };
-        let store = std::sync::Arc::new(
-            PgStore::connect(url, &opts)
-                .await
-                .with_context(|| format!("cannot open database {}", crate::settings::redact_url(url)))?,
-        );
-        let result = f(store.clone()).await;
-        store.shutdown().await;
-        result
-    })
 }

@@ -13,6 +13,7 @@ use pith::app::read::{parse_post_cursor, parse_post_sort};
 use pith::live::frame::{self, Head, HeadError, OP_CONTINUATION, OP_TEXT};
 use pith::live::{Key, proto};
 use pith::markdown;
+use pith::media::{Limits, MediaName, process};
 use pith::model::CommunityName;
 use pith::net::fast;
 use pith::net::hot::Answer;
@@ -28,6 +29,23 @@ pub fn markdown(data: &[u8]) {
     }
     assert!(html.len() <= markdown::max_len(source.len()), "{} bytes from {}", html.len(), source.len());
     assert_eq!(html, markdown::render(source), "rendering is not deterministic");
+}
+
+/// A picture upload's decoder entry (`media::process::process`): any bytes
+/// are refused or become a picture within the limits, whose bytes are the
+/// format its kind says and whose name reads back; never a panic. The
+/// pixel cap is small so each input decodes fast.
+pub fn media(data: &[u8]) {
+    let limits = Limits { max_pixels: 1_000_000, max_side: 256, thumb_side: 64 };
+    let Ok(out) = process::process(data, &limits) else { return };
+    for (picture, side) in [(&out.full, limits.max_side), (&out.thumb, limits.thumb_side)] {
+        assert!(picture.width <= side && picture.height <= side, "{}x{}", picture.width, picture.height);
+        assert!(picture.width >= 1 && picture.height >= 1);
+        let format = process::sniff(&picture.bytes).expect("the output is a picture");
+        assert_eq!(format.extensions_str()[0], out.kind.ext(), "the bytes are what the name says");
+    }
+    let name = MediaName::of(&out.full.bytes, out.full.width, out.full.height, out.kind);
+    assert_eq!(MediaName::parse(&name.to_string()), Some(name));
 }
 
 /// The live protocol: the bytes as a JSON message, and as client frames.

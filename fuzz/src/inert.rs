@@ -22,6 +22,7 @@ pub const TAGS: &[&str] = &[
     "h5",
     "h6",
     "hr",
+    "img",
     "li",
     "ol",
     "p",
@@ -74,8 +75,12 @@ pub fn check(html: &str) -> Result<(), String> {
             rest = &rest[end + 1..];
             match (name, attr) {
                 ("a", "href") => check_url(&value)?,
-                ("a", "title") | ("ol", "start") => {}
+                ("a", "title") | ("ol", "start") | ("img", "alt") => {}
                 ("a", "rel") if value == REL => rel = true,
+                // Only the site's own pictures, which load from the site.
+                ("img", "src") if is_site_media(&value) => {}
+                ("img", "width" | "height") if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {}
+                ("img", "loading") if value == "lazy" => {}
                 _ => return Err(format!("attribute {attr}={value:?} on {name:?} is not allowed")),
             }
         }
@@ -84,6 +89,16 @@ pub fn check(html: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A path under `/media/` of lower-case letters, digits, `-` and `.` only:
+/// a picture the site serves itself, never another host's.
+fn is_site_media(src: &str) -> bool {
+    src.strip_prefix("/media/").is_some_and(|name| {
+        !name.is_empty()
+            && !name.starts_with('.')
+            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    })
 }
 
 /// An attribute value as the browser reads it. Serialised attributes escape

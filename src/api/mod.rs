@@ -10,6 +10,7 @@ pub mod extract;
 mod inbox;
 pub mod live;
 mod me;
+mod media;
 mod messages;
 pub mod metrics;
 pub mod moderation;
@@ -62,6 +63,8 @@ pub fn body_limit(route: &str) -> usize {
         {
             16 * KIB
         }
+        // A picture: limited by --media-max-bytes as it streams in
+        // (`app::media::read_file`), not here.
         _ => MAX_BODY_BYTES,
     }
 }
@@ -98,6 +101,7 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .merge(email::router())
         .merge(inbox::router())
         .merge(messages::router())
+        .merge(media::router())
         .merge(moderation::router())
         .merge(admin::router())
         .merge(search::router())

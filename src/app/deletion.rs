@@ -64,6 +64,8 @@ pub async fn purge<S: Store>(state: &AppState<S>, user_id: i64, fate: ContentFat
         let topics = state.store.delete_user(user_id, fate).await?;
         tokens.iter().for_each(|t| state.tokens.remove(&t.hash));
         super::apply::apply(&state, Change::AccountDeleted { user_id, topics });
+        // Its pictures nothing else shows go.
+        super::media::sweep(&state).await;
         Ok(())
     })
     .await

@@ -1,6 +1,6 @@
 //! Rate limits per account and per client address, for the actions abuse
 //! goes through: posting, editing, reporting, voting, private messages,
-//! registering and logging in. Each limit
+//! uploading pictures, registering and logging in. Each limit
 //! is a GCRA bucket from `governor` (a burst, then a steady refill); a
 //! request over any of its limits is answered 429 with `Retry-After`
 //! before it costs a write or an argon2 hash.
@@ -34,6 +34,8 @@ pub enum Action {
     Vote,
     /// A private message: each one lands in someone's inbox.
     Message,
+    /// A picture upload: each one costs a decode and disk.
+    Upload,
     Register,
     Login,
     Search,
@@ -47,6 +49,7 @@ impl Action {
             Action::Report => "reports",
             Action::Vote => "votes",
             Action::Message => "messages",
+            Action::Upload => "uploads",
             Action::Register => "registrations",
             Action::Login => "login attempts",
             Action::Search => "searches",
@@ -77,6 +80,7 @@ pub struct RateLimits {
     vote_user: Limiter<i64>,
     vote_ip: Limiter<IpAddr>,
     message_user: Limiter<i64>,
+    upload_user: Limiter<i64>,
     register_ip: Limiter<IpAddr>,
     search_ip: Limiter<IpAddr>,
     login_user: Limiter<String>,
@@ -112,6 +116,7 @@ impl RateLimits {
             vote_user: Limiter::keyed(quota(cfg.vote_user)),
             vote_ip: Limiter::keyed(quota(cfg.vote_ip)),
             message_user: Limiter::keyed(quota(cfg.message_user)),
+            upload_user: Limiter::keyed(quota(cfg.upload_user)),
             register_ip: Limiter::keyed(quota(cfg.register_ip)),
             search_ip: Limiter::keyed(quota(cfg.search_ip)),
             login_user: Limiter::keyed(quota(cfg.login_user)),
@@ -137,6 +142,7 @@ impl RateLimits {
             (Action::Report, who) => wait(&self.report_ip, &ip).or_else(|| by_user(&self.report_user, who)),
             (Action::Vote, who) => wait(&self.vote_ip, &ip).or_else(|| by_user(&self.vote_user, who)),
             (Action::Message, who) => by_user(&self.message_user, who),
+            (Action::Upload, who) => by_user(&self.upload_user, who),
             (Action::Register, _) => wait(&self.register_ip, &ip),
             (Action::Search, _) => wait(&self.search_ip, &ip),
             (Action::Login, Who::Name(name)) => {
@@ -160,6 +166,7 @@ impl RateLimits {
         self.vote_user.retain_recent();
         self.vote_ip.retain_recent();
         self.message_user.retain_recent();
+        self.upload_user.retain_recent();
         self.register_ip.retain_recent();
         self.search_ip.retain_recent();
         self.login_user.retain_recent();
@@ -270,6 +277,10 @@ pub struct RateConfig {
     #[arg(long = "limit-message-user", env = "PITH_LIMIT_MESSAGE_USER", default_value = "30/10m", value_parser = Rate::parse)]
     pub message_user: Rate,
 
+    /// Picture uploads per account (each one is decoded and stored).
+    #[arg(long = "limit-upload-user", env = "PITH_LIMIT_UPLOAD_USER", default_value = "20/10m", value_parser = Rate::parse)]
+    pub upload_user: Rate,
+
     /// Registrations per client address.
     #[arg(long = "limit-register-ip", env = "PITH_LIMIT_REGISTER_IP", default_value = "5/1h", value_parser = Rate::parse)]
     pub register_ip: Rate,
@@ -316,6 +327,7 @@ impl Default for RateConfig {
             vote_user: rate("60/1m"),
             vote_ip: rate("180/1m"),
             message_user: rate("30/10m"),
+            upload_user: rate("20/10m"),
             register_ip: rate("5/1h"),
             search_ip: rate("60/1m"),
             login_user: rate("10/15m"),

@@ -14,6 +14,9 @@
 //! - `inbox`: a user's notifications, their unread count, marking read.
 //! - `messages`: private messages, conversations, reported messages;
 //!   blocking a user is in `saves`, next to blocking a community.
+//! - `media`: picture uploads (processed, stored, recorded within quotas)
+//!   and the removal of pictures nothing shows any more; `media_gc`: the
+//!   pictures' files and rows brought back in step (`pith media gc`).
 //! - `email`: addresses and their verification, password resets by mail,
 //!   the digest setting; `mail`: the SMTP settings and the sender that
 //!   drains the outbox.
@@ -40,6 +43,8 @@ pub mod export;
 pub mod inbox;
 pub mod limits;
 pub mod mail;
+pub mod media;
+pub mod media_gc;
 pub mod messages;
 pub mod moderation;
 pub mod posts;
@@ -85,6 +90,8 @@ pub struct App<S> {
     pub metrics: crate::metrics::Metrics,
     /// Whether mail goes out and registration needs an address (`mail`).
     pub mail: mail::MailSettings,
+    /// Where pictures are stored and how they are checked; set at start.
+    pub media: media::MediaSettings,
     /// Where committed Changes go for other nodes; unset on a single node.
     pub bus: std::sync::OnceLock<Arc<crate::cluster::Sink>>,
 }
@@ -127,6 +134,7 @@ impl<S: Store> AppState<S> {
             limits: limits::RateLimits::new(rate),
             web: WebSettings::default(),
             mail: mail::MailSettings::default(),
+            media: media::MediaSettings::default(),
             bus: std::sync::OnceLock::new(),
         }))
     }

@@ -50,6 +50,8 @@ pub async fn delete_post<S: Store>(state: &AppState<S>, user: User, id: i64) -> 
     commit(state, move |st| async move {
         let topic_id = st.store.delete_post(&user, id).await?;
         apply(&st, Change::PostRemoved { topic_id, post_id: id });
+        // The pictures it alone showed go.
+        super::media::sweep(&st).await;
         Ok(topic_id)
     })
     .await

@@ -77,6 +77,8 @@ pub async fn delete_topic<S: Store>(state: &AppState<S>, user: User, id: i64) ->
     commit(state, move |st| async move {
         st.store.delete_topic(&user, id).await?;
         apply(&st, Change::TopicChanged { topic_id: id });
+        // The pictures it alone showed go.
+        super::media::sweep(&st).await;
         Ok(())
     })
     .await

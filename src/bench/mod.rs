@@ -20,6 +20,7 @@
 //! - `write`: `pith bench write`, the storage engine's durable insert rate.
 //! - `markdown`: `pith bench markdown`, the cost of rendering the largest
 //!   bodies, ordinary and pathological.
+//! - `upload`: `pith bench upload`, picture uploads against a server.
 
 mod conn;
 pub mod hello;
@@ -33,6 +34,7 @@ pub mod procstat;
 pub mod report;
 pub mod results;
 pub mod schedule;
+pub mod upload;
 pub mod write;
 
 use clap::{Args, Subcommand};
@@ -60,6 +62,9 @@ pub enum BenchCommand {
     Write(write::WriteArgs),
     /// Render ordinary and pathological bodies of the largest allowed size N times each: time per render.
     Markdown(markdown::MarkdownArgs),
+    /// Upload a 12 MP JPEG N times, C at once, to a running server: uploads/s, the server's peak
+    /// memory, the bytes stored against the bytes sent.
+    Upload(upload::UploadArgs),
 }
 
 pub fn main(args: BenchArgs) -> anyhow::Result<()> {
@@ -71,6 +76,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Ws(a) => crate::live::loadgen::main(a),
         BenchCommand::Write(a) => write::main(a),
         BenchCommand::Markdown(a) => markdown::main(a),
+        BenchCommand::Upload(a) => upload::main(a),
     }
 }
 

@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod http;
+pub mod media;
 mod process;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -64,6 +65,8 @@ pub struct Metrics {
     public: AtomicBool,
     /// Mail delivered and given up, and the outbox as the sender last saw it.
     mail: MailMetrics,
+    /// Picture uploads, their processing and what is stored.
+    pub media: media::MediaMetrics,
 }
 
 #[derive(Default)]
@@ -109,6 +112,7 @@ impl Metrics {
             "Mails in the outbox marked failed, as the sender last counted",
             mail.given_up.clone(),
         );
+        let media = media::MediaMetrics::new(&mut r);
         r.register("process_resident_memory_bytes", "Resident memory of the process", sampled.resident_bytes.clone());
         r.register("process_virtual_memory_bytes", "Virtual memory of the process", sampled.virtual_bytes.clone());
         Metrics {
@@ -119,6 +123,7 @@ impl Metrics {
             mode: AtomicU8::new(Mode::MainListener as u8),
             public: AtomicBool::new(false),
             mail,
+            media,
         }
     }
 

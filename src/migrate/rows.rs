@@ -29,6 +29,8 @@ pub const TABLES: &[&str] = &[
     "mail_tokens",
     "outbox",
     "recovery_codes",
+    "media",
+    "media_refs",
 ];
 
 /// Tables the schema itself fills (one settings row), which a new database

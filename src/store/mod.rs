@@ -224,6 +224,15 @@ pub struct IdPage {
     pub limit: usize,
 }
 
+/// A picture's row as `pith media gc` checks it against the files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MediaRow {
+    pub name: String,
+    pub created_at: Timestamp,
+    /// Whether any topic or post shows it.
+    pub referenced: bool,
+}
+
 /// The storage interface. Every method is a single atomic operation; writes
 /// return only once durable.
 pub trait Store: Send + Sync + 'static {
@@ -634,6 +643,31 @@ pub trait Store: Send + Sync + 'static {
     fn use_totp_step(&self, user_id: i64, step: i64) -> impl Future<Output = StoreResult<bool>> + Send;
     /// Uses up the recovery code with this digest; false when there is none.
     fn use_recovery_code(&self, user_id: i64, digest: [u8; 32]) -> impl Future<Output = StoreResult<bool>> + Send;
+
+    // Pictures (`model::media`). Their files are written before their row
+    // (`app::media`); topics' and posts' writes record which pictures
+    // their bodies show (`Text::media`), and their deletions (and an
+    // account's) free the pictures they showed.
+    /// Records an uploaded picture: a new row within the quotas
+    /// (`media::over_quota`, in the transaction), or the row already there
+    /// under the same name (no longer freed), uncharged.
+    fn record_media(
+        &self,
+        media: crate::model::media::Media,
+        quota: crate::model::media::MediaQuota,
+    ) -> impl Future<Output = StoreResult<crate::model::media::Recorded>> + Send;
+    /// How many pictures and bytes `owner` has stored, or everyone.
+    fn media_usage(
+        &self,
+        owner: Option<i64>,
+    ) -> impl Future<Output = StoreResult<crate::model::media::MediaUsage>> + Send;
+    /// Deletes the rows of freed pictures nothing shows any more; returns
+    /// their names, for their files to be removed.
+    fn take_freed_media(&self) -> impl Future<Output = StoreResult<Vec<String>>> + Send;
+    /// A page of every picture's row by name, from just after `after`.
+    fn media_rows(&self, after: String, limit: usize) -> impl Future<Output = StoreResult<Vec<MediaRow>>> + Send;
+    /// Deletes these pictures' rows and references; returns how many rows.
+    fn forget_media(&self, names: Vec<String>) -> impl Future<Output = StoreResult<usize>> + Send;
 
     /// Finish pending writes and checkpoint; called once at shutdown.
     fn shutdown(&self) -> impl Future<Output = ()> + Send;

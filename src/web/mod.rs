@@ -31,6 +31,8 @@
 //! - `settings`: the user's own account: password, sessions; `lifecycle`:
 //!   its two-factor login, export and deletion forms.
 //! - `feed`: Atom feeds.
+//! - `media`: the site's pictures served from their files, and a page's
+//!   upload (session and CSRF token).
 //! - `setup`: the first run's one-time link that creates the administrator.
 
 mod account;
@@ -42,6 +44,7 @@ mod feed;
 mod forms;
 mod inbox;
 mod lifecycle;
+mod media;
 mod messages;
 mod moderate;
 mod moderators;
@@ -148,6 +151,8 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/settings/two-factor/disable", post(lifecycle::two_factor_disable::<S>))
         .route("/setup/{token}", get(setup::form::<S>).post(setup::create::<S>))
         .route("/static/{file}", get(assets::serve))
+        .route("/media", post(media::upload_from_page::<S>).layer(axum::extract::DefaultBodyLimit::disable()))
+        .route("/media/{name}", get(media::serve::<S>))
         .layer(axum::middleware::from_fn(harden))
 }
 

@@ -60,3 +60,8 @@ fn saved_query_strings_parse_or_are_refused() {
 fn saved_request_heads_reach_the_hot_path_only_when_whole_and_plain() {
     assert!(replay("request_head", checks::request_head) > 0, "no saved request_head inputs");
 }
+
+#[test]
+fn saved_pictures_are_refused_or_processed_within_the_limits() {
+    assert!(replay("media", checks::media) > 0, "no saved media inputs");
+}

@@ -25,6 +25,10 @@
 //! - `email`: a real SMTP server (aiosmtpd): registration held until the
 //!   mailed link is followed, password reset by mail, a dead SMTP server,
 //!   notification digests, `pith user reset-link`, on both stores.
+//! - `media`: pictures: uploads (EXIF gone, upright, shrunk), a real
+//!   decompression bomb, lying and broken files, each quota, serving with
+//!   ranges and HEAD, Markdown, removal with posts and accounts, on both
+//!   stores.
 //! - `search`: full-text search, and the HTML stored with every body.
 //! - `setup`: the first run's one-time admin link.
 //! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
@@ -93,6 +97,7 @@ mod limits;
 mod listings;
 mod live;
 mod logging;
+mod media;
 mod messages;
 mod metrics;
 mod migrate;

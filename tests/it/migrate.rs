@@ -86,6 +86,19 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
     app.user("dan").await;
     let dan_id = store.user_credentials("dan".into()).await.expect("read").expect("dan").0.id;
     store.delete_user(dan_id, pith::model::ContentFate::KeepAnonymous).await.expect("delete dan");
+    // A picture's row (its file is not the database's), and a post showing it.
+    let picture = pith::model::media::Media {
+        name: format!("{}-4x3.png", "ab".repeat(16)),
+        owner_id: Some(carol_id),
+        bytes: 120,
+        width: 4,
+        height: 3,
+        content_type: "image/png".into(),
+        created_at: pith::model::Timestamp(1_700_000_000),
+    };
+    let shown = format!("![a pixel](/media/{})", picture.name);
+    store.record_media(picture, pith::model::media::MediaQuota::default()).await.expect("picture");
+    app.reply(topic, &carol, None, &shown).await;
     let want = app.read_topic(topic, "old").await;
     let src_dir = app.stop().await;
     let src_db = src_dir.path().join("pith.db");

@@ -1012,6 +1012,34 @@ async fn a_scripted_session_gets_only_documented_responses() {
     api.call(post.clone(), "/me/two-factor/disable", Some(&alice), off(&codes[0]), 403).await;
     api.call(post.clone(), "/me/two-factor/disable", Some(&alice), off(&codes[1]), 204).await;
     api.call(post.clone(), "/me/two-factor/disable", Some(&alice), off(&codes[2]), 409).await;
+    // Pictures, as multipart/form-data.
+    let mut png = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgb8(image::RgbImage::from_fn(16, 8, |x, y| image::Rgb([x as u8 * 16, y as u8 * 32, 7])))
+        .write_to(&mut png, image::ImageFormat::Png)
+        .expect("png");
+    let png = png.into_inner();
+    let form = |bytes: &[u8]| {
+        let mut body = b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.png\"\r\n\r\n".to_vec();
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n--b--\r\n");
+        body
+    };
+    let upload = |body: Vec<u8>, token: String| {
+        move |r: reqwest::RequestBuilder| {
+            r.bearer_auth(token).header("content-type", "multipart/form-data; boundary=b").body(body)
+        }
+    };
+    api.raw(post.clone(), "/media", upload(form(&png), alice.clone()), 201).await;
+    api.raw(post.clone(), "/media", upload(form(b"<svg xmlns='http://www.w3.org/2000/svg'/>"), alice.clone()), 415)
+        .await;
+    api.raw(post.clone(), "/media", upload(form(&png[..png.len() / 2]), alice.clone()), 422).await;
+    api.raw(post.clone(), "/media", upload(b"--b--\r\n".to_vec(), alice.clone()), 400).await;
+    api.call(post.clone(), "/media", Some(&alice), Some(json!({"file": "x"})), 415).await;
+    api.call(post.clone(), "/media", None, None, 401).await;
+    let usage = api.call(get.clone(), "/admin/media", Some(&admin), None, 200).await;
+    assert_eq!(usage["stored"]["files"], 1);
+    api.call(get.clone(), "/admin/media", Some(&alice), None, 403).await;
+
     let gone = |password: &str, content: &str| Some(json!({"password": password, "content": content}));
     api.call(delete.clone(), "/me", Some(&bob), gone("", "remove"), 403).await;
     api.call(delete.clone(), "/me", Some(&alice), gone("newpass456", "everything"), 422).await;

@@ -993,3 +993,63 @@ fn text_colours_meet_wcag_aa_contrast_in_both_themes() {
         }
     }
 }
+
+/// A multipart/form-data body: `fields` first, then the picture as `file`.
+fn picture_form(fields: &[(&str, &str)], picture: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (name, value) in fields {
+        body.extend(format!("--b\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").into_bytes());
+    }
+    body.extend(b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"p.png\"\r\n\r\n");
+    body.extend_from_slice(picture);
+    body.extend(b"\r\n--b--\r\n");
+    body
+}
+
+#[tokio::test]
+async fn a_page_uploads_a_picture_with_its_session_and_csrf_token() {
+    let app = spawn_app().await;
+    let (mut b, _) = signed_in(&app, "pat").await;
+    let csrf = csrf_of(&text(&b.get("/submit").await));
+    let mut png = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgb8(image::RgbImage::from_fn(20, 10, |x, _| image::Rgb([x as u8 * 12, 3, 9])))
+        .write_to(&mut png, image::ImageFormat::Png)
+        .expect("png");
+    let png = png.into_inner();
+    let upload = |b: &Browser, fields: &[(&str, &str)], header: Option<&str>| {
+        let mut req = b
+            .request(Method::POST, "/media")
+            .header("content-type", "multipart/form-data; boundary=b")
+            .body(picture_form(fields, &png));
+        if let Some(token) = header {
+            req = req.header("x-csrf-token", token);
+        }
+        req
+    };
+
+    // The token as the form's field, or in the script's header.
+    let req = upload(&b, &[("csrf", &csrf)], None);
+    let r = b.send(req).await;
+    assert_eq!(r.status, 201, "{}", text(&r));
+    let url = r.json()["url"].as_str().expect("url").to_owned();
+    let req = upload(&b, &[], Some(&csrf));
+    let r = b.send(req).await;
+    assert_eq!((r.status, r.json()["url"].as_str()), (201, Some(url.as_str())), "the same picture");
+    let served = b.get(&url).await;
+    assert_eq!((served.status, served.header("content-type")), (200, Some("image/png")));
+
+    // No token, a wrong one, no session.
+    for (fields, header) in [(vec![], None), (vec![("csrf", "forged")], None), (vec![], Some("forged"))] {
+        let req = upload(&b, &fields, header);
+        let r = b.send(req).await;
+        assert_eq!(
+            (r.status, &r.json()["error"]["code"]),
+            (403, &serde_json::json!("csrf_failed")),
+            "{fields:?} {header:?}"
+        );
+    }
+    let anonymous = Browser::new(&app);
+    let req = upload(&anonymous, &[("csrf", &csrf)], None);
+    assert_eq!(fetch(req).await.status, 401);
+    app.stop().await;
+}

@@ -22,6 +22,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("../../../migrations/postgres/0007_messages_and_user_blocks.sql")),
     (8, include_str!("../../../migrations/postgres/0008_email.sql")),
     (9, include_str!("../../../migrations/postgres/0009_two_factor_and_deletion.sql")),
+    (10, include_str!("../../../migrations/postgres/0010_media.sql")),
 ];
 
 /// Any number: every node takes this advisory lock to migrate, so nodes

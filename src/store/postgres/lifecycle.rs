@@ -68,6 +68,7 @@ pub async fn delete_user(
     }
     let sql = "SELECT id FROM topics WHERE author_id = $1 UNION SELECT topic_id FROM posts WHERE author_id = $1";
     let topics = all(c, sql, &[&user_id]).await?.iter().map(|r| col(r, 0)).collect::<StoreResult<Vec<i64>>>()?;
+    super::media::drop_user(c, user_id, fate == ContentFate::Remove, now).await?;
     if fate == ContentFate::Remove {
         for sql in [
             "UPDATE topics SET title = '[deleted]', deleted = true, body = NULL, body_html = NULL, url = NULL \

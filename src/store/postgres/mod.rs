@@ -10,6 +10,7 @@ mod first_admin;
 pub mod inbox;
 pub mod lifecycle;
 pub mod mail;
+pub mod media;
 pub mod messages;
 pub mod moderation;
 mod parts;
@@ -220,12 +221,14 @@ impl Store for PgStore {
 
     async fn edit_topic(&self, actor: &User, id: i64, body: Option<Text>) -> StoreResult<Topic> {
         let now = Timestamp::now();
+        let media = body.as_ref().map_or(&[][..], Text::media);
         let body = body.as_ref().map(|text| (text.as_str(), text.html()));
-        write!(self, |c| writes::edit_topic(c, actor, id, body, now))
+        write!(self, |c| writes::edit_topic(c, actor, id, body, media, now))
     }
 
     async fn delete_topic(&self, actor: &User, id: i64) -> StoreResult<()> {
-        write!(self, |c| writes::delete_topic(c, actor, id))
+        let now = Timestamp::now();
+        write!(self, |c| writes::delete_topic(c, actor, id, now))
     }
 
     async fn create_post(&self, author: &User, new: NewPost) -> StoreResult<Post> {
@@ -235,11 +238,12 @@ impl Store for PgStore {
 
     async fn edit_post(&self, actor: &User, id: i64, body: Text) -> StoreResult<Post> {
         let now = Timestamp::now();
-        write!(self, |c| writes::edit_post(c, actor, id, body.as_str(), body.html(), now))
+        write!(self, |c| writes::edit_post(c, actor, id, &body, now))
     }
 
     async fn delete_post(&self, actor: &User, id: i64) -> StoreResult<i64> {
-        write!(self, |c| writes::delete_post(c, actor, id))
+        let now = Timestamp::now();
+        write!(self, |c| writes::delete_post(c, actor, id, now))
     }
 
     async fn search(&self, q: Search) -> StoreResult<SearchPage> {
@@ -520,6 +524,32 @@ impl Store for PgStore {
     ) -> StoreResult<Vec<crate::model::CastVote>> {
         let client = get(&self.pool).await?;
         lifecycle::cast_votes(&client, user_id, after, limit).await
+    }
+
+    async fn record_media(
+        &self,
+        new: crate::model::media::Media,
+        quota: crate::model::media::MediaQuota,
+    ) -> StoreResult<crate::model::media::Recorded> {
+        write!(self, |c| media::record_media(c, &new, quota))
+    }
+
+    async fn media_usage(&self, owner: Option<i64>) -> StoreResult<crate::model::media::MediaUsage> {
+        let client = get(&self.pool).await?;
+        media::usage(&client, owner).await
+    }
+
+    async fn take_freed_media(&self) -> StoreResult<Vec<String>> {
+        write!(self, |c| media::take_freed(c))
+    }
+
+    async fn media_rows(&self, after: String, limit: usize) -> StoreResult<Vec<crate::store::MediaRow>> {
+        let client = get(&self.pool).await?;
+        media::rows(&client, &after, limit).await
+    }
+
+    async fn forget_media(&self, names: Vec<String>) -> StoreResult<usize> {
+        write!(self, |c| media::forget(c, &names))
     }
 
     async fn delete_user(&self, user_id: i64, fate: crate::model::ContentFate) -> StoreResult<Vec<i64>> {

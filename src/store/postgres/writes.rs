@@ -12,7 +12,9 @@ use super::conn::{col, exec, exec_raw, is_unique_violation, map_err, one, opt};
 use super::moderation::{ban_facts, is_moderator};
 use super::reads;
 use crate::model::policy::{self, ItemFacts, Kind, Standing, TopicFacts};
-use crate::model::{Community, NameKeys, Post, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank};
+use crate::model::{
+    Community, NameKeys, Post, Text, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank,
+};
 use crate::store::{NewCommunity, NewPost, NewTopic, StoreError, StoreResult, common};
 
 pub async fn create_user(
@@ -104,9 +106,10 @@ pub async fn create_topic(
     )
     .await?;
     let id: i64 = col(&row, 0)?;
-    // Its mentions' notifications, in this transaction.
+    // Its mentions' notifications and its pictures, in this transaction.
     let mut notified = Vec::new();
     if let Some(body) = &new.body {
+        super::media::set_refs(c, 0, id, body.media()).await?;
         let mentioned = super::inbox::user_ids(c, common::mentioned_names(body)).await?;
         let notices = common::new_notices(author, (id, None), body, None, &mentioned);
         notified = super::inbox::notify(c, &notices, now).await?;
@@ -197,9 +200,11 @@ pub async fn edit_topic(
     actor: &User,
     id: i64,
     body: Option<(&str, &str)>,
+    media: &[String],
     now: Timestamp,
 ) -> StoreResult<Topic> {
     check_edit(c, actor, VoteTarget::Topic(id), now).await?;
+    super::media::set_refs(c, 0, id, media).await?;
     let (source, html) = body.unzip();
     exec(
         c,
@@ -210,8 +215,9 @@ pub async fn edit_topic(
     reads::topic(c, id).await
 }
 
-pub async fn delete_topic(c: &impl GenericClient, actor: &User, id: i64) -> StoreResult<()> {
+pub async fn delete_topic(c: &impl GenericClient, actor: &User, id: i64, now: Timestamp) -> StoreResult<()> {
     check_delete(c, actor, VoteTarget::Topic(id)).await?;
+    super::media::drop_refs(c, 0, id, now).await?;
     exec(c, "UPDATE topics SET deleted = true, body = NULL, body_html = NULL, url = NULL WHERE id = $1", &[&id])
         .await?;
     Ok(())
@@ -262,6 +268,7 @@ pub async fn create_post(
     )
     .await?;
     let id: i64 = col(&row, 0)?;
+    super::media::set_refs(c, 1, id, new.body.media()).await?;
     exec(c, "UPDATE topics SET post_count = post_count + 1 WHERE id = $1", &[&new.topic_id]).await?;
     // Its notifications, in this transaction.
     let mentioned = super::inbox::user_ids(c, common::mentioned_names(&new.body)).await?;
@@ -282,18 +289,20 @@ pub async fn edit_post(
     c: &impl GenericClient,
     actor: &User,
     id: i64,
-    body: &str,
-    html: &str,
+    body: &Text,
     now: Timestamp,
 ) -> StoreResult<Post> {
     check_edit(c, actor, VoteTarget::Post(id), now).await?;
-    exec(c, "UPDATE posts SET body = $1, body_html = $2, edited_at = $3 WHERE id = $4", &[&body, &html, &now.0, &id])
+    super::media::set_refs(c, 1, id, body.media()).await?;
+    let (source, html) = (body.as_str(), body.html());
+    exec(c, "UPDATE posts SET body = $1, body_html = $2, edited_at = $3 WHERE id = $4", &[&source, &html, &now.0, &id])
         .await?;
     post(c, id).await
 }
 
-pub async fn delete_post(c: &impl GenericClient, actor: &User, id: i64) -> StoreResult<i64> {
+pub async fn delete_post(c: &impl GenericClient, actor: &User, id: i64, now: Timestamp) -> StoreResult<i64> {
     check_delete(c, actor, VoteTarget::Post(id)).await?;
+    super::media::drop_refs(c, 1, id, now).await?;
     exec(c, "UPDATE posts SET deleted = true, body = '', body_html = '' WHERE id = $1", &[&id]).await?;
     Ok(post(c, id).await?.topic_id)
 }

@@ -67,6 +67,7 @@ pub fn delete_user(conn: &Connection, user_id: i64, fate: ContentFate, now: Time
         )
         .and_then(|mut s| s.query_map([user_id], |r| r.get(0))?.collect())
         .map_err(map_err)?;
+    super::media::drop_user(conn, user_id, fate == ContentFate::Remove, now)?;
     let mut statements: Vec<&str> = Vec::new();
     if fate == ContentFate::Remove {
         statements.extend([

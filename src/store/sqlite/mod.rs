@@ -11,6 +11,7 @@ mod first_admin;
 pub mod inbox;
 pub mod lifecycle;
 pub mod mail;
+pub mod media;
 pub mod messages;
 pub mod moderation;
 mod parts;
@@ -274,15 +275,16 @@ impl Store for SqliteStore {
         let (actor, now) = (actor.clone(), Timestamp::now());
         self.writer
             .write(move |c| {
+                let media = body.as_ref().map_or(&[][..], Text::media);
                 let body = body.as_ref().map(|text| (text.as_str(), text.html()));
-                writes::edit_topic(c, &actor, id, body, now)
+                writes::edit_topic(c, &actor, id, body, media, now)
             })
             .await
     }
 
     async fn delete_topic(&self, actor: &User, id: i64) -> StoreResult<()> {
-        let actor = actor.clone();
-        self.writer.write(move |c| writes::delete_topic(c, &actor, id)).await
+        let (actor, now) = (actor.clone(), Timestamp::now());
+        self.writer.write(move |c| writes::delete_topic(c, &actor, id, now)).await
     }
 
     async fn create_post(&self, author: &User, new: NewPost) -> StoreResult<Post> {
@@ -308,12 +310,12 @@ impl Store for SqliteStore {
 
     async fn edit_post(&self, actor: &User, id: i64, body: Text) -> StoreResult<Post> {
         let (actor, now) = (actor.clone(), Timestamp::now());
-        self.writer.write(move |c| writes::edit_post(c, &actor, id, body.as_str(), body.html(), now)).await
+        self.writer.write(move |c| writes::edit_post(c, &actor, id, &body, now)).await
     }
 
     async fn delete_post(&self, actor: &User, id: i64) -> StoreResult<i64> {
-        let actor = actor.clone();
-        self.writer.write(move |c| writes::delete_post(c, &actor, id)).await
+        let (actor, now) = (actor.clone(), Timestamp::now());
+        self.writer.write(move |c| writes::delete_post(c, &actor, id, now)).await
     }
 
     async fn search(&self, q: Search) -> StoreResult<SearchPage> {
@@ -620,6 +622,30 @@ impl Store for SqliteStore {
 
     async fn use_recovery_code(&self, user_id: i64, digest: [u8; 32]) -> StoreResult<bool> {
         self.writer.write(move |c| lifecycle::use_recovery_code(c, user_id, &digest)).await
+    }
+
+    async fn record_media(
+        &self,
+        new: crate::model::media::Media,
+        quota: crate::model::media::MediaQuota,
+    ) -> StoreResult<crate::model::media::Recorded> {
+        self.writer.write(move |c| media::record_media(c, &new, quota)).await
+    }
+
+    async fn media_usage(&self, owner: Option<i64>) -> StoreResult<crate::model::media::MediaUsage> {
+        self.readers.read(move |c| media::usage(c, owner)).await
+    }
+
+    async fn take_freed_media(&self) -> StoreResult<Vec<String>> {
+        self.writer.write(media::take_freed).await
+    }
+
+    async fn media_rows(&self, after: String, limit: usize) -> StoreResult<Vec<crate::store::MediaRow>> {
+        self.readers.read(move |c| media::rows(c, &after, limit)).await
+    }
+
+    async fn forget_media(&self, names: Vec<String>) -> StoreResult<usize> {
+        self.writer.write(move |c| media::forget(c, &names)).await
     }
 
     async fn shutdown(&self) {

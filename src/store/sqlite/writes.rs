@@ -10,7 +10,7 @@ use super::moderation::{ban_facts, is_moderator};
 use super::reads;
 use crate::model::policy::{self, ItemFacts, Kind, Standing, TopicFacts};
 use crate::model::{
-    Community, NameKeys, Notified, Post, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank,
+    Community, NameKeys, Notified, Post, Text, Timestamp, Topic, User, Username, VoteOutcome, VoteTarget, hot_rank,
 };
 use crate::store::{NewCommunity, NewPost, NewTopic, StoreError, StoreResult, common};
 
@@ -99,9 +99,10 @@ pub fn create_topic(
     })
     .map_err(map_err)?;
     let id = conn.last_insert_rowid();
-    // Its mentions' notifications, in this transaction.
+    // Its mentions' notifications and its pictures, in this transaction.
     let mut notified = Vec::new();
     if let Some(body) = &new.body {
+        super::media::set_refs(conn, 0, id, body.media())?;
         let mentioned = super::inbox::user_ids(conn, common::mentioned_names(body))?;
         notified = super::inbox::notify(conn, &common::new_notices(author, (id, None), body, None, &mentioned), now)?;
     }
@@ -168,15 +169,18 @@ fn check_delete(conn: &Connection, actor: &User, target: VoteTarget) -> StoreRes
     Ok(policy::may_delete(actor, &item(conn, target)?.facts)?)
 }
 
-/// `body` is the source and its rendered HTML, `None` to clear it.
+/// `body` is the source and its rendered HTML, `None` to clear it;
+/// `media` the pictures it shows.
 pub fn edit_topic(
     conn: &Connection,
     actor: &User,
     id: i64,
     body: Option<(&str, &str)>,
+    media: &[String],
     now: Timestamp,
 ) -> StoreResult<Topic> {
     check_edit(conn, actor, VoteTarget::Topic(id), now)?;
+    super::media::set_refs(conn, 0, id, media)?;
     let (source, html) = body.unzip();
     conn.prepare_cached("UPDATE topics SET body = ?1, body_html = ?2, edited_at = ?3 WHERE id = ?4")
         .and_then(|mut s| s.execute(params![source, html, now.0, id]))
@@ -184,8 +188,9 @@ pub fn edit_topic(
     reads::topic(conn, id)
 }
 
-pub fn delete_topic(conn: &Connection, actor: &User, id: i64) -> StoreResult<()> {
+pub fn delete_topic(conn: &Connection, actor: &User, id: i64, now: Timestamp) -> StoreResult<()> {
     check_delete(conn, actor, VoteTarget::Topic(id))?;
+    super::media::drop_refs(conn, 0, id, now)?;
     conn.prepare_cached("UPDATE topics SET deleted = 1, body = NULL, body_html = NULL, url = NULL WHERE id = ?1")
         .and_then(|mut s| s.execute([id]))
         .map_err(map_err)?;
@@ -230,6 +235,7 @@ pub fn create_post(
     .and_then(|mut s| s.execute(params![new.topic_id, new.parent_id, author.id, new.body.as_str(), html, now.0]))
     .map_err(map_err)?;
     let id = conn.last_insert_rowid();
+    super::media::set_refs(conn, 1, id, new.body.media())?;
     conn.prepare_cached("UPDATE topics SET post_count = post_count + 1 WHERE id = ?1")
         .and_then(|mut s| s.execute([new.topic_id]))
         .map_err(map_err)?;
@@ -246,23 +252,18 @@ pub fn post(conn: &Connection, id: i64) -> StoreResult<Post> {
         .ok_or(StoreError::NotFound("post"))
 }
 
-pub fn edit_post(
-    conn: &Connection,
-    actor: &User,
-    id: i64,
-    body: &str,
-    html: &str,
-    now: Timestamp,
-) -> StoreResult<Post> {
+pub fn edit_post(conn: &Connection, actor: &User, id: i64, body: &Text, now: Timestamp) -> StoreResult<Post> {
     check_edit(conn, actor, VoteTarget::Post(id), now)?;
+    super::media::set_refs(conn, 1, id, body.media())?;
     conn.prepare_cached("UPDATE posts SET body = ?1, body_html = ?2, edited_at = ?3 WHERE id = ?4")
-        .and_then(|mut s| s.execute(params![body, html, now.0, id]))
+        .and_then(|mut s| s.execute(params![body.as_str(), body.html(), now.0, id]))
         .map_err(map_err)?;
     post(conn, id)
 }
 
-pub fn delete_post(conn: &Connection, actor: &User, id: i64) -> StoreResult<i64> {
+pub fn delete_post(conn: &Connection, actor: &User, id: i64, now: Timestamp) -> StoreResult<i64> {
     check_delete(conn, actor, VoteTarget::Post(id))?;
+    super::media::drop_refs(conn, 1, id, now)?;
     conn.prepare_cached("UPDATE posts SET deleted = 1, body = '', body_html = '' WHERE id = ?1")
         .and_then(|mut s| s.execute([id]))
         .map_err(map_err)?;

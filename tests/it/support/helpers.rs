@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use pith::app::AppState;
 use pith::app::RateConfig;
+use pith::app::media::MediaConfig;
 use pith::live::LiveConfig;
 use pith::model::Username;
 use pith::server as http;
@@ -62,13 +63,30 @@ async fn spawn_app_full(dir: tempfile::TempDir, request_timeout: Duration, rate:
     let path = dir.path().join("pith.db");
     let store =
         SqliteStore::open(&path, &SqliteOptions { readers: 2, ..SqliteOptions::default() }).expect("open store");
-    serve_store(store, dir, request_timeout, rate).await
+    serve_store(store, dir, request_timeout, rate, &MediaConfig::default()).await
+}
+
+/// A server on SQLite with the given rate limits and picture settings.
+pub async fn spawn_app_media(dir: tempfile::TempDir, rate: &RateConfig, media: &MediaConfig) -> TestApp {
+    let path = dir.path().join("pith.db");
+    let store =
+        SqliteStore::open(&path, &SqliteOptions { readers: 2, ..SqliteOptions::default() }).expect("open store");
+    serve_store(store, dir, Duration::from_secs(30), rate, media).await
 }
 
 /// A server on the fresh PostgreSQL database `db`.
 pub async fn spawn_pg_app(db: &crate::support::pg::TestDb) -> TestApp<pith::store::postgres::PgStore> {
+    spawn_pg_app_media(db, &RateConfig::off(), &MediaConfig::default()).await
+}
+
+/// A server on PostgreSQL with the given rate limits and picture settings.
+pub async fn spawn_pg_app_media(
+    db: &crate::support::pg::TestDb,
+    rate: &RateConfig,
+    media: &MediaConfig,
+) -> TestApp<pith::store::postgres::PgStore> {
     let dir = tempfile::tempdir().expect("tempdir");
-    serve_store(db.store().await, dir, Duration::from_secs(30), &RateConfig::off()).await
+    serve_store(db.store().await, dir, Duration::from_secs(30), rate, media).await
 }
 
 async fn serve_store<S: Store>(
@@ -76,6 +94,7 @@ async fn serve_store<S: Store>(
     dir: tempfile::TempDir,
     request_timeout: Duration,
     rate: &RateConfig,
+    media: &MediaConfig,
 ) -> TestApp<S> {
     // The first administrator is made the way `pith user add --admin` does.
     let admin = match store.create_user(Username::parse("admin").expect("name"), None, true).await {
@@ -92,6 +111,7 @@ async fn serve_store<S: Store>(
     let addr = format!("http://{}", listener.local_addr().expect("addr"));
     let (stop, stopped) = oneshot::channel::<()>();
     let state = AppState::with_config(store, 16 << 20, &LiveConfig::default(), rate);
+    state.media.set(media, dir.path());
     let server = tokio::spawn(http::run(listener, state.clone(), request_timeout, async {
         let _ = stopped.await;
     }));

@@ -119,7 +119,9 @@
     const button = form.querySelector('button[type=submit]');
     button.disabled = true;
     try {
-      const res = await post(form.action, new FormData(form));
+      const data = new FormData(form);
+      data.delete('file'); // a chosen picture was uploaded already
+      const res = await post(form.action, data);
       if (res.status === 401 || res.status === 403) {
         err.textContent = await res.text();
         err.hidden = false;
@@ -164,6 +166,12 @@
     label.htmlFor = area.id;
     label.textContent = 'Reply to this comment';
     form.querySelector('.hint')?.remove();
+    const file = form.querySelector('.picture input[type=file]');
+    if (file) {
+      file.id = 'reply-picture-' + n;
+      form.querySelector('.picture label').htmlFor = file.id;
+      form.querySelector('.picture .upload-status').textContent = '';
+    }
     const cancel = document.createElement('button');
     cancel.type = 'button';
     cancel.className = 'linkish';
@@ -316,6 +324,101 @@
     };
     // EventSource reconnects by itself after an error.
   }
+
+  // --- Pictures ---------------------------------------------------------------
+  // A picture chosen, pasted or dropped is uploaded at once (POST /media,
+  // with the page's CSRF token) with its progress shown, and its Markdown
+  // goes into the text at the cursor. Without this script the form itself
+  // carries the file and the server links it on submit.
+  function altOf(name) {
+    const stem = (name || '').replace(/\.[^.]*$/, '').replace(/[-_]+/g, ' ').replace(/[^\p{L}\p{N} ]/gu, '').trim();
+    return stem.slice(0, 100) || 'picture';
+  }
+
+  function insertAtCursor(area, text) {
+    const [start, end] = [area.selectionStart ?? area.value.length, area.selectionEnd ?? area.value.length];
+    const before = area.value.slice(0, start);
+    const gap = before && !before.endsWith('\n\n') ? (before.endsWith('\n') ? '\n' : '\n\n') : '';
+    area.setRangeText(gap + text + '\n', start, end, 'end');
+    area.dispatchEvent(new Event('input', { bubbles: true }));
+  }
+
+  function uploadPicture(form, file) {
+    const field = form.querySelector('.picture');
+    const area = form.querySelector('textarea');
+    if (!field || !area || !form.elements.csrf) return;
+    const bar = field.querySelector('progress');
+    const note = field.querySelector('.upload-status');
+    const name = file.name || 'the picture';
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', '/media');
+    xhr.setRequestHeader('x-csrf-token', form.elements.csrf.value);
+    xhr.responseType = 'json';
+    bar.value = 0;
+    bar.hidden = false;
+    note.textContent = `Uploading ${name}…`;
+    xhr.upload.onprogress = (e) => {
+      if (e.lengthComputable) bar.value = Math.round((100 * e.loaded) / e.total);
+    };
+    xhr.onload = () => {
+      bar.hidden = true;
+      const out = xhr.response;
+      if (xhr.status === 201 && out && out.url) {
+        insertAtCursor(area, `![${altOf(file.name)}](${out.url})`);
+        note.textContent = `Added ${name} (${out.width}×${out.height}).`;
+      } else if (xhr.status === 401) {
+        loginNext();
+      } else {
+        note.textContent = (out && out.error && out.error.message) || `The upload failed (${xhr.status}).`;
+      }
+    };
+    xhr.onerror = () => {
+      bar.hidden = true;
+      note.textContent = 'The upload failed: the connection broke. Try again.';
+    };
+    const data = new FormData();
+    data.append('file', file);
+    xhr.send(data);
+  }
+
+  function imagesOf(list) {
+    return [...(list || [])].filter((f) => f.type.startsWith('image/'));
+  }
+
+  document.addEventListener('change', (e) => {
+    const input = e.target;
+    if (!input.matches('.picture input[type=file]')) return;
+    for (const file of input.files) uploadPicture(input.form, file);
+    input.value = ''; // sent already: the form posts without it
+  });
+
+  document.addEventListener('paste', (e) => {
+    const area = e.target;
+    const files = imagesOf(e.clipboardData && e.clipboardData.files);
+    if (!area.matches || !area.matches('textarea') || !area.form?.querySelector('.picture') || !files.length) return;
+    e.preventDefault();
+    for (const file of files) uploadPicture(area.form, file);
+  });
+
+  document.addEventListener('dragover', (e) => {
+    const area = e.target.closest && e.target.closest('textarea');
+    if (!area || !area.form?.querySelector('.picture') || ![...e.dataTransfer.types].includes('Files')) return;
+    e.preventDefault();
+    area.classList.add('dropping');
+  });
+  document.addEventListener('dragleave', (e) => {
+    if (e.target.classList) e.target.classList.remove('dropping');
+  });
+  document.addEventListener('drop', (e) => {
+    const area = e.target.closest && e.target.closest('textarea');
+    if (!area || !area.form?.querySelector('.picture')) return;
+    const files = imagesOf(e.dataTransfer.files);
+    area.classList.remove('dropping');
+    if (!files.length) return;
+    e.preventDefault();
+    area.focus();
+    for (const file of files) uploadPicture(area.form, file);
+  });
 
   // --- Wiring ---------------------------------------------------------------
   document.addEventListener('click', (e) => {

@@ -32,7 +32,8 @@
 //!   its two-factor login, export and deletion forms.
 //! - `feed`: Atom feeds.
 //! - `media`: the site's pictures served from their files, and a page's
-//!   upload (session and CSRF token).
+//!   upload (session and CSRF token); `picture_form`: the new-topic and
+//!   comment forms' picture, sent in the form itself without JavaScript.
 //! - `setup`: the first run's one-time link that creates the administrator.
 
 mod account;
@@ -49,6 +50,7 @@ mod messages;
 mod moderate;
 mod moderators;
 mod pages;
+mod picture_form;
 mod reply;
 mod saves;
 pub mod session;
@@ -92,10 +94,18 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/c/{name}/feed.atom", get(feed::community::<S>))
         .route("/u/{name}", get(pages::profile::<S>))
         .route("/search", get(pages::search::<S>))
-        .route("/submit", get(write::submit_form::<S>).post(write::submit::<S>))
+        // These two take a picture in the form (`picture_form`), which
+        // applies the limits itself.
+        .route(
+            "/submit",
+            get(write::submit_form::<S>).post(write::submit::<S>).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
         .route("/t/{id}", get(topic::show::<S>))
         .route("/t/{id}/{slug}", get(topic::slug_redirect))
-        .route("/t/{id}/reply", get(reply::reply_form::<S>).post(reply::reply::<S>))
+        .route(
+            "/t/{id}/reply",
+            get(reply::reply_form::<S>).post(reply::reply::<S>).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
         .route("/t/{id}/vote", post(reply::vote::<S>))
         .route("/t/{id}/edit", get(write::edit_topic_form::<S>).post(write::edit_topic::<S>))
         .route("/t/{id}/delete", post(write::delete_topic::<S>))

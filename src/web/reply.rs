@@ -10,7 +10,8 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::forms::{VotePath, authorise, authorise_api, bad_form, id_of, is_fetch, login_first};
+use super::forms::{VotePath, authorise, authorise_api, id_of, is_fetch, login_first};
+use super::picture_form::{PictureForm, attach};
 use super::topic::{read_post, render_fragment};
 use super::view::PostView;
 use super::{Ctx, Session, capitalise, error_page, local_path, see_other};
@@ -93,12 +94,13 @@ pub async fn reply<S: Store>(
     headers: HeaderMap,
     ip: ClientIp,
     Path(id): Path<String>,
-    form: Result<Form<ReplyForm>, FormRejection>,
+    form: Result<PictureForm<ReplyForm>, AppError>,
 ) -> Response {
     let ctx = Ctx::new(&session, &uri);
     let fetch = is_fetch(&headers);
-    let Ok(Form(form)) = form else {
-        return error_page(&ctx, bad_form());
+    let PictureForm { fields: mut form, picture } = match form {
+        Ok(form) => form,
+        Err(e) => return error_page(&ctx, e),
     };
     let topic_id = match id_of(&id, "topic") {
         Ok(id) => id,
@@ -110,7 +112,16 @@ pub async fn reply<S: Store>(
         Err(res) => return *res,
     };
     let parent = form.parent.trim().parse::<i64>().ok();
-    match create_reply(&state, user.clone(), ip, topic_id, parent, &form.body).await {
+    // A picture the form carried (JavaScript off) is uploaded and linked
+    // at the end of the comment; a refusal shows on the form, text kept.
+    let created = match attach(&state, &user, ip, picture, form.body.clone()).await {
+        Ok(body) => {
+            form.body = body;
+            create_reply(&state, user.clone(), ip, topic_id, parent, &form.body).await
+        }
+        Err(e) => Err(e),
+    };
+    match created {
         Ok(post) if fetch => {
             let depth = parent.map_or(0, |_| 1);
             render_fragment(PostView::of(&post, Some(&user), depth))
@@ -122,7 +133,12 @@ pub async fn reply<S: Store>(
         }
         Ok(post) => see_other(&format!("/t/{topic_id}#p{}", post.id)),
         Err(e) if fetch => (e.status_logged(), capitalise(&e.to_string())).into_response(),
-        Err(e @ (AppError::Validation(_) | AppError::TooManyRequests(..) | AppError::Rejected(..))) => {
+        Err(
+            e @ (AppError::Validation(_)
+            | AppError::TooManyRequests(..)
+            | AppError::Rejected(..)
+            | AppError::PayloadTooLarge(_)),
+        ) => {
             let error = Some((e.status(), capitalise(&e.to_string())));
             reply_page(&state, &ctx, &id, parent, form.body, error).await.unwrap_or_else(|e| error_page(&ctx, e))
         }

@@ -11,6 +11,7 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use super::forms::{CsrfForm, authorise, bad_form, id_of, login_first, shown_on_form};
+use super::picture_form::{PictureForm, attach};
 use super::{Ctx, Session, capitalise, error_page, see_other};
 use crate::app::limits::ClientIp;
 use crate::app::{AppError, AppResult};
@@ -81,22 +82,34 @@ pub async fn submit_form<S: Store>(
     submit_page(&state, &ctx, SubmitForm { community: q.community, ..SubmitForm::default() }, None).await
 }
 
+/// `POST /submit`: the topic, with the picture its form carried (with
+/// JavaScript off) uploaded and linked at the end of its text.
 pub async fn submit<S: Store>(
     State(state): State<AppState<S>>,
     session: Session,
     uri: Uri,
     ip: ClientIp,
-    form: Result<Form<SubmitForm>, FormRejection>,
+    form: Result<PictureForm<SubmitForm>, AppError>,
 ) -> Response {
     let ctx = Ctx::new(&session, &uri);
-    let Ok(Form(form)) = form else { return error_page(&ctx, bad_form()) };
+    let PictureForm { fields: mut form, picture } = match form {
+        Ok(form) => form,
+        Err(e) => return error_page(&ctx, e),
+    };
     let user = match authorise(&session, &ctx, &form.csrf, "/submit") {
         Ok(u) => u,
         Err(res) => return *res,
     };
-    match create_topic(&state, user, ip, &form).await {
+    let created = match attach(&state, &user, ip, picture, form.body.clone()).await {
+        Ok(body) => {
+            form.body = body;
+            create_topic(&state, user, ip, &form).await
+        }
+        Err(e) => Err(e),
+    };
+    match created {
         Ok(id) => see_other(&format!("/t/{id}")),
-        Err(e) if shown_on_form(&e) || matches!(e, AppError::NotFound(_)) => {
+        Err(e) if shown_on_form(&e) || matches!(e, AppError::NotFound(_) | AppError::PayloadTooLarge(_)) => {
             let error = Some((e.status(), capitalise(&e.to_string())));
             submit_page(&state, &ctx, form, error).await
         }

@@ -214,7 +214,11 @@ test('keyboard: Tab reaches the vote and reply controls with a visible focus rin
   await area.waitFor();
   assert.equal(await area.evaluate((el) => el === document.activeElement), true);
   await page.keyboard.type('Typed with the keyboard only.');
+  // Tab passes the picture input, then reaches the Reply button.
   await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.matches('.inline-reply .picture input[type=file]')), true);
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.matches('.inline-reply button[type=submit]')), true);
   await page.keyboard.press('Enter');
   await page.locator('.post > details > .body').filter({ hasText: 'Typed with the keyboard only.' }).waitFor();
   // Collapsing a thread with the keyboard: focus its summary, press Enter.

@@ -19,6 +19,8 @@ mod account;
 mod inbox;
 /// Issue 21's private messages, user blocks and the blocks page.
 mod messages;
+/// Issue 22's pictures in the new-topic and comment forms, JavaScript off.
+mod pictures;
 /// Issue 21's own votes after a reload, saves and community blocks.
 mod saves;
 /// Issue 26's regressions: edit forms, CSRF by cookie tossing, redirects.

@@ -11,7 +11,18 @@
 # SVG plot (plus PNG when rsvg-convert is installed) in OUT. Everything it
 # started is stopped on exit, and every run stops by itself.
 #
+# MIX=write is the write-only mix instead (WORKLOAD.md, "Other mixes"): 100 %
+# posts of 150 characters to random topics, pith against the C design's POST
+# path (SERVERS="pith c" by default, ratios against c). Before each run a
+# pith build reads topics for READ_FIRST seconds, so its cache holds them as
+# a serving forum's does. After every run the server is killed with SIGKILL
+# and the posts in pith.db counted: every post it acknowledged (2xx, warm-up
+# included) must be there. The table after the main one says so per run;
+# the script exits 1 when a post is missing. The server then starts again.
+#
 # Settings (environment, all optional):
+#   MIX=read              read: the 99/1 mix (WRITE_RATIO of posts) | write: 100 % posts
+#   READ_FIRST=3          MIX=write: seconds of reads before each pith run (0: cold cache)
 #   DATASET=realistic     realistic | heavy | reddit
 #   DURATION=15           measured seconds per run
 #   WARMUP=5              warm-up seconds per run
@@ -41,6 +52,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 
+MIX=${MIX:-read}
+READ_FIRST=${READ_FIRST:-3}
 DATASET=${DATASET:-realistic}
 DURATION=${DURATION:-15}
 WARMUP=${WARMUP:-5}
@@ -57,7 +70,15 @@ C_PORT=${C_PORT:-18082}
 EXTRA_PORT=${EXTRA_PORT:-18083}
 BODY_PORT=${BODY_PORT:-18084}
 HELLO_BODY_BYTES=${HELLO_BODY_BYTES:-}
-SERVERS=${SERVERS:-pith hello c}
+case $MIX in
+read) SERVERS=${SERVERS:-pith hello c} ;;
+write)
+    SERVERS=${SERVERS:-pith c}
+    WRITE_RATIO=1
+    GZIP=no
+    ;;
+*) echo "MIX must be read or write" >&2; exit 2 ;;
+esac
 EXTRA_PITH=${EXTRA_PITH:-}
 PIN=${PIN:-no}
 C_THREADS=${C_THREADS:-8}
@@ -91,14 +112,17 @@ fi
 
 SCALE=${SCALE:-1}
 
-declare -A PORT_OF PID_OF TOKEN_OF
+declare -A PORT_OF PID_OF TOKEN_OF DB_OF
 seed_sqlite "$BIN" "$WORK/data"
 TOKEN=$("$BIN" user add bench --data-dir "$WORK/data" 2>"$OUT/user.log" | tail -n1)
 TOKEN_OF[pith]=$TOKEN TOKEN_OF[c]=$TOKEN TOKEN_OF[hello]=$TOKEN TOKEN_OF[hello-body]=$TOKEN
+DB_OF[pith]=$WORK/data/pith.db DB_OF[c]=$WORK/data/pith.db
 
+declare -A CMD_OF
 start() { # label port command...
     local label=$1 port=$2
     shift 2
+    CMD_OF[$label]=$(printf '%q ' "$@")
     "${SERVER_CPU[@]}" "$@" 2>"$OUT/$label.log" &
     PIDS+=("$!")
     PID_OF[$label]=$!
@@ -123,12 +147,65 @@ if [[ -n $EXTRA_PITH ]]; then
     EXTRA_BIN=${EXTRA_PITH#*=}
     seed_sqlite "$EXTRA_BIN" "$WORK/data-extra"
     TOKEN_OF[$EXTRA_LABEL]=$("$EXTRA_BIN" user add bench --data-dir "$WORK/data-extra" 2>>"$OUT/user.log" | tail -n1)
+    DB_OF[$EXTRA_LABEL]=$WORK/data-extra/pith.db
     start "$EXTRA_LABEL" "$EXTRA_PORT" "$EXTRA_BIN" serve --listen "127.0.0.1:$EXTRA_PORT" --data-dir "$WORK/data-extra"
     SERVERS=${SERVERS/pith/pith $EXTRA_LABEL}
 fi
 
+# Posts stored in the SQLite file `db`.
+count_posts() { # db
+    if command -v sqlite3 >/dev/null; then
+        sqlite3 "$1" "SELECT count(*) FROM posts"
+    else
+        python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM posts").fetchone()[0])' "$1"
+    fi
+}
+
+# A number from `pith bench http --json`'s top level.
+summary_field() { # file name
+    sed -n "s/^  \"$2\": \([0-9]*\),\{0,1\}\$/\1/p" "$1"
+}
+
+# MIX=write, after a run: kills `label` with SIGKILL, checks that the posts
+# added to its database since `before` include every one the run
+# acknowledged, appends the verdict to OUT/durability.rows, and starts the
+# server again on the same data.
+check_posts() { # label connections before file
+    local label=$1 conns=$2 before=$3 file=$4 pid=${PID_OF[$1]} after acked unanswered verdict
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    after=$(count_posts "${DB_OF[$label]}")
+    acked=$(summary_field "$file" posts_acknowledged)
+    unanswered=$(summary_field "$file" posts_unanswered)
+    if ((after - before < acked)); then
+        verdict="**$((acked - (after - before))) acknowledged posts missing**"
+        LOST=yes
+    elif ((after - before > acked + unanswered)); then
+        verdict="all kept; $((after - before - acked - unanswered)) more stored than sent"
+    else
+        verdict="all kept"
+    fi
+    echo "| $label | $conns | $acked | $unanswered | $((after - before)) | $verdict |" >>"$OUT/durability.rows"
+    # Unquoted: the command as `start` recorded it, quoted word by word.
+    # shellcheck disable=SC2086
+    eval start "$label" "${PORT_OF[$label]}" ${CMD_OF[$label]}
+}
+
+# MIX=write: before each run (each on a freshly started server), a pith
+# build reads topics first, so that its cache holds them as a serving
+# forum's does (a post evicts its topic's renderings).
+read_first() { # label
+    local label=$1
+    [[ $MIX == write && $label != c && $label != hello* && $READ_FIRST != 0 ]] || return 0
+    log "$label: reading topics for ${READ_FIRST} s first"
+    "${BENCH_CPU[@]}" "$BIN" bench http --url "http://127.0.0.1:${PORT_OF[$label]}" --connections 50 \
+        --duration "${READ_FIRST}s" --warmup 0s --topics "$TOPICS" --write-ratio 0 >/dev/null 2>>"$OUT/bench.log"
+}
+
 RUN=0
 FILES=()
+LOST=no
+: >"$OUT/durability.rows"
 bench() { # label gzip connections
     local label=$1 gz=$2 conns=$3
     local port=${PORT_OF[$label]} pid=${PID_OF[$label]} token=${TOKEN_OF[$label]}
@@ -140,9 +217,17 @@ bench() { # label gzip connections
         --label "$label" --server-pid "$pid" --json)
     [[ $gz == yes ]] && args+=(--accept-gzip)
     [[ -n $RATE ]] && args+=(--rate "$RATE")
+    local before=
+    if [[ $MIX == write && -n ${DB_OF[$label]:-} ]]; then
+        read_first "$label"
+        before=$(count_posts "${DB_OF[$label]}")
+    fi
     log "$label, $conns connections, gzip $gz (load average $(cut -d' ' -f1-3 /proc/loadavg))"
     timeout $((DURATION + WARMUP + 60)) "${BENCH_CPU[@]}" "$BIN" bench http "${args[@]}" >"$file" 2>>"$OUT/bench.log"
     FILES+=("$file")
+    if [[ -n $before ]]; then
+        check_posts "$label" "$conns" "$before" "$file"
+    fi
 }
 
 # Interleaved: every server once per round, so slow drifts in what else
@@ -158,7 +243,8 @@ for conns in $CONNECTIONS; do
     done
 done
 
-echo "### $DATASET: $TOPICS topics, ${DURATION} s after ${WARMUP} s warm-up, $(if [[ -n $RATE ]]; then echo "open loop at $RATE req/s"; else echo "closed loop"; fi)"
+MIX_NAME=$([[ $MIX == write ]] && echo "write-only mix (100 % posts)" || echo "$WRITE_RATIO posts")
+echo "### $DATASET: $TOPICS topics, $MIX_NAME, ${DURATION} s after ${WARMUP} s warm-up, $(if [[ -n $RATE ]]; then echo "open loop at $RATE req/s"; else echo "closed loop"; fi)"
 echo
 echo "Servers: $SERVERS$([[ $PIN == yes ]] && echo ", pinned to core 0 (load generator on core 1)")."
 echo
@@ -168,10 +254,25 @@ echo "Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | 
 echo
 BASELINES=hello
 [[ " $SERVERS " == *" c "* ]] && BASELINES=hello,c
+[[ $MIX == write ]] && BASELINES=c
 "$BIN" bench table --baseline "$BASELINES" "${FILES[@]}"
+if [[ $MIX == write ]]; then
+    echo
+    echo "Posts in pith.db after each run, counted once the server was killed with SIGKILL"
+    echo "(acknowledged: answered 2xx over the whole run, warm-up included):"
+    echo
+    echo "| server | conns | acknowledged | sent, no answer | stored | verdict |"
+    echo "|---|--:|--:|--:|--:|---|"
+    cat "$OUT/durability.rows"
+fi
 echo
-echo "Peak RSS of each server since it started (VmHWM), after all runs:"
-for label in "${!PID_OF[@]}"; do
+if [[ $MIX == write ]]; then
+    # Each server was killed and started again after each run: its VmHWM
+    # now is that of a fresh process.
+    echo "Peak RSS: the table's column (sampled during each run); every run had a freshly started server."
+fi
+[[ $MIX == write ]] || echo "Peak RSS of each server since it started (VmHWM), after all runs:"
+[[ $MIX == write ]] || for label in "${!PID_OF[@]}"; do
     # A server that died during the runs has no status (or, as a zombie, no VmHWM line): say so.
     peak=$(awk '/^VmHWM:/ { printf "%.0f MB", $2 * 1024 / 1e6 }' "/proc/${PID_OF[$label]}/status" 2>/dev/null || true)
     if [[ -n $peak ]]; then
@@ -186,6 +287,11 @@ if [[ $PLOT == yes ]]; then
     command -v rsvg-convert >/dev/null && rsvg-convert -o "$OUT/plot.png" "$OUT/plot.svg"
     echo
     echo "Plot: $OUT/plot.svg"
+fi
+
+if [[ $LOST == yes ]]; then
+    log "acknowledged posts are missing from the database (see the table above)"
+    exit 1
 fi
 
 if [[ $WRK == yes ]]; then

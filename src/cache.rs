@@ -25,6 +25,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -56,6 +57,11 @@ pub struct Rendered {
     /// `None`: nothing in the topic is removed, every viewer gets `body`.
     pub restricted: Option<Restricted>,
     pub format: Format,
+    /// Whether a reader was handed this rendering since it was made. A
+    /// write renders again at once only what was read (`invalidate`): a
+    /// topic written again before anyone reads it would otherwise be
+    /// rendered for nobody at every write.
+    read: AtomicBool,
 }
 
 /// Bodies at least this large are gzipped (on demand) for clients that ask.
@@ -87,7 +93,21 @@ impl Rendered {
         if body.len() < GZIP_MIN {
             let _ = gzip.set(None);
         }
-        Rendered { body: in_size_class(body), gzip, etag, restricted, format }
+        Rendered { body: in_size_class(body), gzip, etag, restricted, format, read: AtomicBool::new(false) }
+    }
+
+    /// Notes that a reader got this rendering. Written only the first
+    /// time: every hit reads the flag, and a store on each one would make
+    /// the readers of a busy topic fight over its cache line.
+    fn mark_read(&self) {
+        if !self.read.load(Ordering::Relaxed) {
+            self.read.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a reader got this rendering since it was made.
+    pub fn was_read(&self) -> bool {
+        self.read.load(Ordering::Relaxed)
     }
 
     /// The gzip variant, compressing now if no request asked for it yet.
@@ -263,8 +283,11 @@ impl Inner {
     /// (measured: most of the lookup's cost, on the hot path).
     fn lookup(&mut self, key: Key, budget: usize) -> Option<Arc<Rendered>> {
         let found = self.index.get(&key).cloned();
-        if found.is_some() && self.bytes > budget / 2 {
-            self.entries.promote(&key.0);
+        if let Some(hit) = &found {
+            hit.mark_read();
+            if self.bytes > budget / 2 {
+                self.entries.promote(&key.0);
+            }
         }
         found
     }
@@ -336,12 +359,14 @@ impl TopicCache {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The rendering of `key`, if cached, for a reader (it counts as read).
     pub fn get(&self, key: Key) -> Option<Arc<Rendered>> {
         self.lock().lookup(key, self.budget)
     }
 
     /// The cached render of `key`, or the result of `render` (run once for
-    /// all concurrent callers that miss), which is then cached.
+    /// all concurrent callers that miss), which is then cached. The caller
+    /// is a reader: the rendering counts as read.
     pub async fn get_or_render<E, F, Fut>(&self, key: Key, render: F) -> Result<Arc<Rendered>, E>
     where
         F: FnOnce() -> Fut,
@@ -356,6 +381,40 @@ impl TopicCache {
             self.misses.inc();
             inner.in_flight.entry(key).or_default().clone()
         };
+        let result = self.fly(key, flight, render).await;
+        if let Ok(rendered) = &result {
+            rendered.mark_read();
+        }
+        result
+    }
+
+    /// Renders `key` ahead of its readers (after a write evicted it),
+    /// unless it is cached or being rendered already; a reader who misses
+    /// meanwhile waits for this render. The rendering does not count as
+    /// read, so the next write does not render it again unless someone
+    /// read it in between.
+    pub async fn render_ahead<E, F, Fut>(&self, key: Key, render: F) -> Result<(), E>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Arc<Rendered>, E>>,
+    {
+        let flight = {
+            let mut inner = self.lock();
+            if inner.index.contains_key(&key) || inner.in_flight.contains_key(&key) {
+                return Ok(());
+            }
+            inner.in_flight.entry(key).or_default().clone()
+        };
+        self.fly(key, flight, render).await.map(drop)
+    }
+
+    /// Runs `render` as `flight`'s one render of `key` (or waits for the
+    /// render another caller runs) and caches it.
+    async fn fly<E, F, Fut>(&self, key: Key, flight: Flight, render: F) -> Result<Arc<Rendered>, E>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Arc<Rendered>, E>>,
+    {
         let result = flight
             .get_or_try_init(|| async {
                 let ticket = self.ticket(key.0);
@@ -403,10 +462,12 @@ impl TopicCache {
 
     /// Evicts every rendering of `topic` (JSON, pages, posts) and forgets
     /// the renders of it in flight; call after a write to it commits
-    /// (`app::apply` does). Returns the renderings that were cached, for a
-    /// caller that renders them again at once (`app::read::evict`).
+    /// (`app::apply` does). Returns the renderings that were cached and
+    /// read since they were made, for a caller that renders them again at
+    /// once (`app::read::evict`): one nobody read is left to its next reader.
     pub fn invalidate(&self, topic: i64) -> Vec<Variant> {
-        self.evict(topic).map_or_else(Vec::new, |slot| slot.variants.into_iter().map(|(v, _)| v).collect())
+        let Some(slot) = self.evict(topic) else { return Vec::new() };
+        slot.variants.into_iter().filter(|(_, r)| r.was_read()).map(|(v, _)| v).collect()
     }
 
     /// The eviction itself; the slot it took out is dropped (its bodies
@@ -715,6 +776,29 @@ mod tests {
         let _ = release_tx.send(());
         assert_eq!(&old.await.expect("join").expect("render").body[..], b"before the write");
         assert_eq!(&cache.get((4, Variant::Json(PostSort::Old))).expect("cached").body[..], b"after");
+    }
+
+    #[tokio::test]
+    async fn a_write_names_for_rendering_again_only_what_a_reader_got_since_the_last_render() {
+        let cache = TopicCache::new(1 << 20);
+        let key = (8, Variant::Json(PostSort::Best));
+        let ahead = || async { Ok::<_, ()>(render("ahead")) };
+        cache.render_ahead(key, ahead).await.expect("render");
+        assert_eq!(
+            cache.invalidate(8),
+            Vec::<Variant>::new(),
+            "rendered ahead and never read: left to its next reader"
+        );
+
+        cache.render_ahead(key, ahead).await.expect("render");
+        cache.render_ahead(key, || async { Ok::<_, ()>(render("twice")) }).await.expect("cached: no render");
+        assert_eq!(&cache.get(key).expect("cached").body[..], b"ahead", "a reader got it");
+        assert_eq!(cache.invalidate(8), [key.1]);
+
+        let missed = cache.get_or_render(key, || async { Ok::<_, ()>(render("missed")) }).await;
+        assert_eq!(&missed.expect("render").body[..], b"missed");
+        assert_eq!(cache.invalidate(8), [key.1], "rendered for a reader who missed: read");
+        assert_eq!(cache.invalidate(8), Vec::<Variant>::new(), "nothing cached");
     }
 
     #[test]

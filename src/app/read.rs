@@ -104,11 +104,14 @@ impl<'a> ListedPost<'a> {
 }
 
 /// Evicts every rendering of `topic` after a write to it committed, and
-/// renders again, in the background, the API renderings that were cached:
-/// a topic read often enough to be cached is read again soon, and that
-/// reader would otherwise wait for the render (the 1 % of reads behind
-/// the open-loop p99, docs/BENCHMARKS.md "Open-loop latency"). A topic nobody reads is not
-/// rendered; the pages and post fragments render on their next request.
+/// renders again, in the background, the API renderings that were cached
+/// and read since they were rendered: a topic people read is read again
+/// soon, and that reader would otherwise wait for the render (the 1 % of
+/// reads behind the open-loop p99, docs/BENCHMARKS.md "Open-loop
+/// latency"). A rendering nobody read since the last write (the topic is
+/// written faster than it is read) is not made again for nobody: its next
+/// reader renders it. The pages and post fragments render on their next
+/// request.
 pub fn evict<S: Store>(state: &AppState<S>, topic: i64) {
     let api: Vec<(PostSort, bool)> =
         state.cache.invalidate(topic).into_iter().filter_map(Variant::json_params).collect();
@@ -118,9 +121,10 @@ pub fn evict<S: Store>(state: &AppState<S>, topic: i64) {
     let state = state.clone();
     tokio::spawn(async move {
         for (sort, html) in api {
+            let key = (topic, Variant::json(sort, html));
             // A failure (the topic deleted meanwhile, say) is the next
             // reader's to see, through the ordinary miss.
-            let _ = cached_public(&state, topic, sort, html, None).await;
+            let _ = state.cache.render_ahead(key, || render(&state, topic, sort, html, None, Viewer::Public)).await;
         }
     });
 }

@@ -145,6 +145,9 @@ pub async fn run(plan: Arc<Plan>, index: usize, start: Instant, pacer: Option<Pa
         let outcome = tokio::time::timeout_at(deadline.into(), attempt(&plan.target, &mut sender, req)).await;
         let done = Instant::now();
         let counted = plan.window.records(due - start, done - start);
+        if write {
+            count_post(&mut out, &outcome);
+        }
         let results = if write { &mut out.writes } else { &mut out.reads };
         match &outcome {
             Ok(Ok(_)) => plan.progress.answered(),
@@ -191,6 +194,23 @@ pub async fn run(plan: Arc<Plan>, index: usize, start: Instant, pacer: Option<Pa
         out.unfinished += s.due_before(plan.window.end).saturating_sub(first_unsent);
     }
     out
+}
+
+/// A request's fate: its status and body size, a failure, or (`T`) no
+/// answer in time.
+type Outcome<T> = Result<Result<(u16, u64), String>, T>;
+
+/// Counts a post's fate over the whole run (not only the window), for the
+/// check that every acknowledged post is stored: a 2xx is acknowledged; no
+/// answer after it may have reached the server (anything but a failed
+/// connect) leaves it unknown.
+fn count_post<T>(out: &mut WorkerResults, outcome: &Outcome<T>) {
+    match outcome {
+        Ok(Ok((status, _))) if (200..300).contains(status) => out.posts_acknowledged += 1,
+        Ok(Ok(_)) => {}
+        Ok(Err(failure)) if failure.starts_with("connect") => {}
+        _ => out.posts_unanswered += 1,
+    }
 }
 
 /// Sends one request on the connection, opening a new one when there is
@@ -260,6 +280,23 @@ mod tests {
             assert!(text.starts_with(&format!("bench {conn}-{n}: ")));
         }
         assert_ne!(post_body(1, 1), post_body(1, 2));
+    }
+
+    #[test]
+    fn a_post_counts_as_acknowledged_on_2xx_and_as_unknown_when_its_answer_may_be_lost() {
+        let mut out = WorkerResults::default();
+        let outcomes: [Outcome<()>; 6] = [
+            Ok(Ok((201, 10))),
+            Ok(Ok((429, 10))),
+            Ok(Err("connect: refused".into())),
+            Ok(Err("send: connection reset".into())),
+            Ok(Err("body: unexpected end".into())),
+            Err(()),
+        ];
+        for o in &outcomes {
+            count_post(&mut out, o);
+        }
+        assert_eq!((out.posts_acknowledged, out.posts_unanswered), (1, 3));
     }
 
     #[tokio::test]

@@ -185,6 +185,8 @@ pub fn run(args: &HttpArgs) -> anyhow::Result<Summary> {
         write_ratio: plan.write_ratio,
         topics: plan.topics,
         unfinished: all.unfinished,
+        posts_acknowledged: all.posts_acknowledged,
+        posts_unanswered: all.posts_unanswered,
         server_cpu_percent: usage.server_cpu,
         server_rss_mb: usage.server_rss_mb,
         server_peak_rss_mb: usage.server_peak_rss_mb,

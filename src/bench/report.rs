@@ -32,6 +32,13 @@ pub struct Summary {
     pub topics: u64,
     /// Requests due in the window that had no answer when it closed.
     pub unfinished: u64,
+    /// Posts answered 2xx over the whole run (warm-up included): each must
+    /// be in the database afterwards (`bench/run.sh` with `MIX=write`).
+    #[serde(default)]
+    pub posts_acknowledged: u64,
+    /// Posts sent that got no answer: stored or not, nobody was told.
+    #[serde(default)]
+    pub posts_unanswered: u64,
     /// CPU use of `--server-pid` over the window, in % of one core.
     pub server_cpu_percent: Option<f64>,
     pub server_rss_mb: Option<f64>,
@@ -208,6 +215,13 @@ impl Summary {
         if self.unfinished > 0 {
             let _ = write!(s, "\n  {} requests due in the window had no answer when it closed", self.unfinished);
         }
+        if self.posts_acknowledged + self.posts_unanswered > 0 {
+            let _ = write!(
+                s,
+                "\n  posts over the whole run, warm-up included: {} acknowledged, {} sent without an answer",
+                self.posts_acknowledged, self.posts_unanswered
+            );
+        }
         for (name, k) in [("reads", &self.reads), ("writes", &self.writes)] {
             for (cause, n) in &k.error_kinds {
                 let _ = write!(s, "\n  {name} error: {cause}: {n}");
@@ -348,6 +362,8 @@ mod tests {
             write_ratio: 0.0,
             topics: 100,
             unfinished: 0,
+            posts_acknowledged: 0,
+            posts_unanswered: 0,
             server_cpu_percent: Some(95.0),
             server_rss_mb: None,
             server_peak_rss_mb: None,

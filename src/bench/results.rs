@@ -84,6 +84,12 @@ pub struct WorkerResults {
     /// answer when it closed (in flight, or not yet sent because the server
     /// fell behind).
     pub unfinished: u64,
+    /// Posts answered 2xx over the whole run, warm-up and stragglers
+    /// included: every one of them must be in the database afterwards.
+    pub posts_acknowledged: u64,
+    /// Posts sent whose answer never came (timed out, connection lost, cut
+    /// off when the run ended): the server may or may not have stored them.
+    pub posts_unanswered: u64,
 }
 
 impl WorkerResults {
@@ -91,6 +97,8 @@ impl WorkerResults {
         self.reads.merge(&other.reads);
         self.writes.merge(&other.writes);
         self.unfinished += other.unfinished;
+        self.posts_acknowledged += other.posts_acknowledged;
+        self.posts_unanswered += other.posts_unanswered;
     }
 
     /// Merges every worker's results into one.

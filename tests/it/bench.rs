@@ -198,13 +198,7 @@ async fn bench_run_tabulates_pith_hello_and_the_c_design_and_says_which_server_d
     let header = stdout.lines().find(|l| l.starts_with("| server |")).expect("a table");
     assert!(header.contains("vs hello") && header.contains("vs c"), "{header}");
     for server in ["pith", "dies", "hello", "c"] {
-        let row: Vec<&str> = stdout
-            .lines()
-            .find(|l| l.starts_with(&format!("| {server} |")))
-            .unwrap_or_else(|| panic!("a row for {server}: {stdout}"))
-            .split('|')
-            .map(str::trim)
-            .collect();
+        let row = table_row(&stdout, &format!("| {server} |"), false);
         assert!(row[5].parse::<f64>().expect("req/s") > 0.0, "{row:?}");
         assert_eq!(row[row.len() - 3], "0", "no non-2xx: {row:?}");
         assert!(row[row.len() - 2].starts_with('0'), "no errors: {row:?}");
@@ -218,6 +212,67 @@ async fn bench_run_tabulates_pith_hello_and_the_c_design_and_says_which_server_d
     let svg = std::fs::read_to_string(out_dir.path().join("plot.svg")).expect("the plot");
     assert!(roxmltree::Document::parse(&svg).is_ok(), "well-formed SVG");
     // Every server it started is stopped: nothing listens on the ports any more.
+    for (name, port) in ports {
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "{name} {port} still listening");
+    }
+}
+
+/// The write-only mix: pith and the C design each take only posts, and
+/// after each run, killed with SIGKILL, each has stored every post it
+/// acknowledged; a post acknowledged but not stored fails the script.
+#[tokio::test]
+async fn bench_run_write_mix_finds_every_acknowledged_post_after_kill_9_and_fails_when_one_is_missing() {
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/run.sh");
+    let ports = [("PORT", free_port()), ("C_PORT", free_port()), ("EXTRA_PORT", free_port())];
+    // A second "build" that acknowledges posts it never stores: a wrapper
+    // whose database the script counts is a copy that the server never
+    // writes (it serves a data dir of its own).
+    let liar = out_dir.path().join("liar.sh");
+    std::fs::write(
+        &liar,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = serve ]; then\n  d=$(mktemp -d \"$OUT/liar.XXXXXX\") && cp -r \"$5\"/. \"$d\" && \
+             exec {pith} serve \"$2\" \"$3\" --data-dir \"$d\"\nfi\nexec {pith} \"$@\"\n",
+            pith = env!("CARGO_BIN_EXE_pith")
+        ),
+    )
+    .expect("write the wrapper");
+    std::fs::set_permissions(&liar, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let mut command = tokio::process::Command::new("bash");
+    command
+        .arg(&script)
+        .envs([("MIX", "write"), ("DURATION", "1"), ("WARMUP", "1"), ("READ_FIRST", "1"), ("REPEAT", "1")])
+        .envs([("CONNECTIONS", "4"), ("SCALE", "0.02"), ("C_THREADS", "2"), ("STOP_WAIT", "5"), ("PLOT", "no")])
+        .envs(ports.iter().map(|(k, v)| (*k, v.to_string())))
+        .env("PITH_BIN", env!("CARGO_BIN_EXE_pith"))
+        .env("EXTRA_PITH", format!("liar={}", liar.display()))
+        .env("OUT", out_dir.path());
+    let out = command.env_remove("PITH_DATABASE").kill_on_drop(true).output();
+    let out =
+        tokio::time::timeout(std::time::Duration::from_secs(120), out).await.expect("done in 2 min").expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "a lost post fails the run: {stdout}");
+    assert!(stdout.contains("write-only mix (100 % posts)"), "{stdout}");
+    let header = stdout.lines().find(|l| l.starts_with("| server |")).expect("a table");
+    assert!(header.contains("vs c") && !header.contains("vs hello"), "{header}");
+    for server in ["pith", "c", "liar"] {
+        let row = table_row(&stdout, &format!("| {server} |"), false);
+        assert!(row[5].parse::<f64>().expect("req/s") > 0.0, "{row:?}");
+        assert_eq!(row[row.len() - 3], "0", "no non-2xx: {row:?}");
+        // The durability table comes after the main one, with rows of the same start.
+        let kept = table_row(&stdout, &format!("| {server} | 4 |"), true);
+        let acknowledged: u64 = kept[3].parse().expect("acknowledged");
+        assert!(acknowledged > 0, "{kept:?}");
+        if server == "liar" {
+            assert!(kept[6].contains(&format!("{acknowledged} acknowledged posts missing")), "{kept:?}");
+        } else {
+            assert_eq!(kept[6], "all kept", "{kept:?}");
+            let stored: u64 = kept[5].parse().expect("stored");
+            let unanswered: u64 = kept[4].parse().expect("unanswered");
+            assert!(acknowledged <= stored && stored <= acknowledged + unanswered, "{kept:?}");
+        }
+    }
     for (name, port) in ports {
         assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "{name} {port} still listening");
     }
@@ -291,6 +346,14 @@ async fn bench_hello_answers_the_body_size_asked_for_and_refuses_a_size_it_canno
 
 /// Runs a bench script (at most 2 minutes, without the caller's
 /// PITH_DATABASE), checks that it succeeded and returns its stdout.
+/// The cells of the first (or with `last`, the last) markdown table row
+/// of `stdout` that starts with `start`.
+fn table_row<'a>(stdout: &'a str, start: &str, last: bool) -> Vec<&'a str> {
+    let mut rows = stdout.lines().filter(|l| l.starts_with(start));
+    let row = if last { rows.next_back() } else { rows.next() };
+    row.unwrap_or_else(|| panic!("a row starting {start}: {stdout}")).split('|').map(str::trim).collect()
+}
+
 async fn run_bench_script(mut command: tokio::process::Command) -> String {
     let out = command.env_remove("PITH_DATABASE").kill_on_drop(true).output();
     let out =

@@ -226,3 +226,34 @@ async fn a_post_renders_a_cached_topic_again_without_a_reader() {
     assert_eq!(served.bytes, fresh.0.body.to_vec(), "the next reader gets the new rendering");
     app.stop().await;
 }
+
+/// Writes that come faster than reads: a write re-renders only what was
+/// read since the last write, so a topic written again and again is left
+/// evicted, and its next reader renders it with every acknowledged post.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_read_after_writes_with_no_read_between_them_sees_every_acknowledged_post() {
+    let (app, topic, alice) = app_with_a_long_topic().await;
+    let app = std::sync::Arc::new(app);
+    assert_eq!(get_topic(&app, topic, &[]).await.status, 200, "cached and read: the first write renders it again");
+    for round in 0..3 {
+        let writers: Vec<_> = (0..8)
+            .map(|w| {
+                let (app, alice) = (app.clone(), alice.clone());
+                tokio::spawn(async move { app.reply(topic, &alice, None, &format!("round {round}, writer {w}")).await })
+            })
+            .collect();
+        let mut acked = Vec::new();
+        for w in writers {
+            acked.push(w.await.expect("writer"));
+        }
+        let read = get_topic(&app, topic, &[]).await;
+        let json: serde_json::Value = serde_json::from_slice(&read.bytes).expect("json");
+        let ids: Vec<i64> = json["posts"].as_array().expect("posts").iter().filter_map(|p| p["id"].as_i64()).collect();
+        for id in acked {
+            assert!(ids.contains(&id), "round {round}: acknowledged post {id} missing from the next read");
+        }
+        assert_eq!(json["topic"]["post_count"], ids.len(), "round {round}");
+    }
+    let Ok(app) = std::sync::Arc::try_unwrap(app) else { panic!("a task still holds the app") };
+    app.stop().await;
+}

@@ -41,7 +41,7 @@ use crate::store::{
     PostSort, ReportPage, Search, SearchPage, Store, StoreError, StoreResult, TopicPage,
 };
 
-use checkpoint::Checkpointer;
+use checkpoint::{Checkpointer, WalLog};
 use readers::Readers;
 use writer::Writer;
 
@@ -104,12 +104,17 @@ impl SqliteStore {
         let turns = std::sync::Arc::new(std::sync::Mutex::new(()));
         let metrics = crate::store::StoreMetrics::new(path);
         let search_pending = Arc::new(AtomicBool::new(false));
+        let log = Arc::new(WalLog::default());
+        let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).map_err(conn::map_err)?;
+        let page_size = u64::try_from(page_size).unwrap_or(4096);
         let checkpointer = Checkpointer::start(
             path.to_owned(),
             opts.wal_limit_bytes,
             opts.checkpoint_every,
             turns.clone(),
             metrics.clone(),
+            log.clone(),
+            page_size,
         )?;
         Ok(SqliteStore {
             path: path.to_owned(),
@@ -117,8 +122,9 @@ impl SqliteStore {
                 conn,
                 opts.max_batch,
                 writer::WalBound {
-                    path: wal_path(path),
                     limit_bytes: opts.wal_limit_bytes,
+                    log,
+                    page_size,
                     lock: turns,
                     metrics: metrics.clone(),
                 },
@@ -134,13 +140,6 @@ impl SqliteStore {
     pub fn path(&self) -> &Path {
         &self.path
     }
-}
-
-/// SQLite's WAL file beside the database.
-fn wal_path(db: &Path) -> PathBuf {
-    let mut name = db.as_os_str().to_owned();
-    name.push("-wal");
-    PathBuf::from(name)
 }
 
 /// A quick structural check at start, so a damaged file is reported before

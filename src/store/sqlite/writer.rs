@@ -15,6 +15,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use super::checkpoint::WalLog;
 use super::conn::run_cached;
 use super::search_queue::{self, Backlog};
 use crate::store::{StoreError, StoreResult};
@@ -40,12 +41,18 @@ impl Writer {
     /// Starts the writer thread on `conn`. `search_pending` tells searches
     /// whether changes wait in the search queue (`search_queue::Backlog`).
     pub fn start(
-        conn: Connection,
+        mut conn: Connection,
         max_batch: usize,
         wal: WalBound,
         search_pending: Arc<AtomicBool>,
     ) -> StoreResult<Writer> {
         let backlog = search_queue::Backlog::open(&conn, search_pending, search_queue::MAX_AGE)?;
+        let log = wal.log.clone();
+        conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, frames: std::ffi::c_int| {
+            log.committed(u64::try_from(frames).unwrap_or(0));
+            Ok(())
+        }))
+        .map_err(super::conn::map_err)?;
         let (tx, rx) = crossbeam_channel::unbounded();
         let thread = std::thread::Builder::new()
             .name("pith-writer".into())
@@ -159,14 +166,27 @@ fn checked_first<R>(conn: &Connection, f: impl FnOnce(&Connection) -> StoreResul
 /// The WAL's size limit, enforced by the writer as a last resort.
 ///
 /// The checkpointer normally keeps the WAL small, but a checkpoint can only
-/// reset the file when it gets the write lock between commits, and a writer
-/// that commits back to back never lets go of it. So when the file has
-/// grown past its limit anyway, the writer itself runs a TRUNCATE
+/// reset the WAL when it gets the write lock between commits, and a writer
+/// that commits back to back never lets go of it. So when the WAL has
+/// grown past its limit anyway, the writer itself runs a RESTART
 /// checkpoint between two batches: writes wait a moment (backpressure)
 /// instead of the WAL, and every later read, growing without bound.
+///
+/// RESTART, not TRUNCATE: the next commits write the file again from its
+/// start, over pages the kernel still holds. After a truncation every
+/// frame was written into a new page of the page cache and new blocks of
+/// the file, and under a stream of posts the bound trips about once a
+/// second: that, and the truncation itself, took ~14 % of the writer
+/// thread (docs/PERFORMANCE.md, "Writes over HTTP"). The file keeps its
+/// size (`journal_size_limit` caps it); the checkpointer truncates it once
+/// writes pause.
 pub struct WalBound {
-    pub path: std::path::PathBuf,
     pub limit_bytes: u64,
+    /// The WAL's frames after the last commit (the WAL hook's count): the
+    /// file's own size says nothing once the log restarts inside it.
+    pub log: Arc<WalLog>,
+    /// The database's page size, for `log`'s bytes.
+    pub page_size: u64,
     /// Shared with the checkpointer: SQLite refuses (SQLITE_BUSY, without
     /// waiting) a checkpoint while another one runs, so under load the
     /// writer's TRUNCATE kept losing to the checkpointer's PASSIVE and the
@@ -181,16 +201,16 @@ impl WalBound {
     /// it: a bounded WAL needs that backpressure. Readers still using old
     /// frames are waited for by SQLite's busy handler (`busy_timeout`).
     fn enforce(&self, conn: &Connection) {
-        let size = std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
+        let size = self.log.bytes(self.page_size);
         if size <= self.limit_bytes {
             return;
         }
         let _turn = self.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let started = std::time::Instant::now();
-        let r = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0));
-        self.metrics.checkpoint("TRUNCATE", "writer", started.elapsed());
+        let r = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| r.get::<_, i64>(0));
+        self.metrics.checkpoint("RESTART", "writer", started.elapsed());
         match r {
-            Ok(0) => tracing::debug!(size, "WAL over its limit: truncated by the writer"),
+            Ok(0) => tracing::debug!(size, "WAL over its limit: restarted by the writer"),
             Ok(_) => tracing::debug!(size, "WAL over its limit: readers kept the checkpoint from finishing"),
             Err(e) => tracing::warn!(error = %e, "WAL checkpoint by the writer failed"),
         }
@@ -511,8 +531,9 @@ mod tests {
         drop(database_at(&path, "INSERT INTO fts_queue (posts, command, item, body) VALUES (1, NULL, 6, 'zebra')"));
         let pending = Arc::new(AtomicBool::new(false));
         let wal = WalBound {
-            path: dir.path().join("w.db-wal"),
             limit_bytes: u64::MAX,
+            log: Arc::new(WalLog::default()),
+            page_size: 4096,
             lock: Arc::new(std::sync::Mutex::new(())),
             metrics: metrics(),
         };

@@ -331,7 +331,7 @@
   // goes into the text at the cursor. Without this script the form itself
   // carries the file and the server links it on submit.
   function altOf(name) {
-    const stem = (name || '').replace(/\.[^.]*$/, '').replace(/[-_]+/g, ' ').replace(/[^\p{L}\p{N} ]/gu, '').trim();
+    const stem = (name || '').replace(/\.[^.]*$/, '').replace(/[-_.]+/g, ' ').replace(/[^\p{L}\p{N} ]/gu, '').trim();
     return stem.slice(0, 100) || 'picture';
   }
 

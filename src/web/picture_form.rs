@@ -137,7 +137,7 @@ fn alt_text(file_name: &str) -> String {
     let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
     let alt: String = stem
         .chars()
-        .map(|c| if c == '_' || c == '-' { ' ' } else { c })
+        .map(|c| if matches!(c, '_' | '-' | '.') { ' ' } else { c })
         .filter(|c| c.is_alphanumeric() || *c == ' ')
         .take(100)
         .collect();

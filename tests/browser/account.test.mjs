@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { chromium } from 'playwright-core';
-import { BASE, ADMIN, ARGS, PASSWORD, api, register } from './lib.mjs';
+import { BASE, ADMIN, ARGS, PASSWORD, api, register, open } from './lib.mjs';
 
 assert.ok(BASE && ADMIN, 'run through tests/browser/run.sh');
 
@@ -34,15 +34,6 @@ function totp(base32, at) {
   return String(n).padStart(6, '0');
 }
 
-async function open(context, path) {
-  const page = await context.newPage();
-  page.errors = [];
-  page.on('pageerror', (e) => page.errors.push(String(e)));
-  // The deletion button asks to confirm: yes.
-  page.on('dialog', (d) => d.accept());
-  if (path) await page.goto(BASE + path);
-  return page;
-}
 
 
 async function logout(page) {
@@ -70,7 +61,8 @@ after(async () => {
 
 test('export and delete: the settings page downloads the data and deletes the account', async () => {
   const ctx = await browser.newContext({ acceptDownloads: true });
-  const page = await open(ctx);
+  // The deletion button asks to confirm: yes.
+  const page = await open(ctx, undefined, { acceptDialogs: true });
   const name = 'leaver' + run;
   await register(page, name);
   const words = `Leaving soon ${run}`;
@@ -110,7 +102,7 @@ test('export and delete: the settings page downloads the data and deletes the ac
 
 test('2FA login: set up with the QR code on the settings page, then asked for at login', async () => {
   const ctx = await browser.newContext();
-  const page = await open(ctx);
+  const page = await open(ctx, undefined, { acceptDialogs: true });
   const name = 'careful' + run;
   await register(page, name);
   await page.goto(BASE + '/settings');

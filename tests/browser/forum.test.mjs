@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { BASE, ADMIN, ARGS, PASSWORD, api, register } from './lib.mjs';
+import { BASE, ADMIN, ARGS, PASSWORD, api, register, open } from './lib.mjs';
 
 const SHOTS = process.env.PITH_SCREENSHOTS;
 assert.ok(BASE && ADMIN && SHOTS, 'run through tests/browser/run.sh');
@@ -17,15 +17,6 @@ let browser;
 
 /// A page that fails the test on any dialog (alert, confirm) and counts
 /// navigations, so "without reload" can be checked.
-async function open(context, path) {
-  const page = await context.newPage();
-  page.dialogs = [];
-  page.on('dialog', async (d) => { page.dialogs.push(d.message()); await d.dismiss(); });
-  page.errors = [];
-  page.on('pageerror', (e) => page.errors.push(String(e)));
-  if (path) await page.goto(BASE + path);
-  return page;
-}
 
 async function markNoReload(page) {
   await page.evaluate(() => { window.__still = true; });

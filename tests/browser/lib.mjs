@@ -1,5 +1,6 @@
 // What the browser tests share: the server run.sh started, Chromium's
-// launch flags, and the API and registration helpers.
+// launch flags, a page that records its errors and dialogs, and the API
+// and registration helpers.
 import assert from 'node:assert/strict';
 
 export const BASE = process.env.PITH_URL;
@@ -29,4 +30,22 @@ export async function register(page, name) {
   await page.getByLabel('Password').fill(PASSWORD);
   await Promise.all([page.waitForURL(BASE + '/'), page.getByRole('button', { name: 'Sign up' }).click()]);
   await page.getByRole('link', { name }).waitFor();
+}
+
+/**
+ * A new page of `context` that records its script errors (`page.errors`)
+ * and the dialogs it opened (`page.dialogs`), dismissing them unless
+ * `acceptDialogs`; at `path` when given.
+ */
+export async function open(context, path, { acceptDialogs = false } = {}) {
+  const page = await context.newPage();
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(String(e)));
+  page.dialogs = [];
+  page.on('dialog', async (d) => {
+    page.dialogs.push(d.message());
+    await (acceptDialogs ? d.accept() : d.dismiss());
+  });
+  if (path) await page.goto(BASE + path);
+  return page;
 }

@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
-import { BASE, ADMIN, ARGS, PASSWORD, api, register } from './lib.mjs';
+import { BASE, ADMIN, ARGS, PASSWORD, api, register, open } from './lib.mjs';
 
 assert.ok(BASE && ADMIN, 'run through tests/browser/run.sh');
 
@@ -18,13 +18,6 @@ let browser;
 const seeded = {};
 
 
-async function open(context, path) {
-  const page = await context.newPage();
-  page.errors = [];
-  page.on('pageerror', (e) => page.errors.push(String(e)));
-  if (path) await page.goto(BASE + path);
-  return page;
-}
 
 
 before(async () => {

@@ -10,7 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { BASE, ARGS, api, register } from './lib.mjs';
+import { BASE, ARGS, api, register, open } from './lib.mjs';
 
 const run = Date.now().toString(36).slice(-5);
 const COMMUNITY = 'pics' + run;
@@ -29,13 +29,6 @@ after(async () => {
   await browser?.close();
 });
 
-async function open(context, path) {
-  const page = await context.newPage();
-  page.errors = [];
-  page.on('pageerror', (e) => page.errors.push(String(e)));
-  if (path) await page.goto(BASE + path);
-  return page;
-}
 
 /** A `type` picture of `w`×`h` drawn on a canvas in `page`, as a file for setInputFiles. */
 async function drawn(page, name, type, w, h) {

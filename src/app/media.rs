@@ -260,7 +260,17 @@ pub async fn upload<S: Store>(state: &AppState<S>, user: User, bytes: Bytes) -> 
     let pictures = state.media.on()?;
     let limits = pictures.limits;
     let started = Instant::now();
-    let processed = pictures.pool.run(move || crate::media::process::process(&bytes, &limits)).await;
+    let processed = pictures
+        .pool
+        .run(move || {
+            let out = crate::media::process::process(&bytes, &limits);
+            drop(bytes);
+            // The decoded picture's tens of MB go back to the kernel now,
+            // not whenever the heap next shrinks.
+            crate::memory::release_free();
+            out
+        })
+        .await;
     state.metrics.media.processed(started.elapsed().as_secs_f64());
     let processed = match processed {
         Ok(Ok(p)) => p,

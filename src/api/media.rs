@@ -29,9 +29,10 @@ async fn api_upload<S: Store>(
     req: Request,
 ) -> AppResult<Response> {
     check_rate(&state, &auth.user, ip)?;
-    check_length(&state, declared_length(req.headers()))?;
+    let declared = declared_length(req.headers());
+    check_length(&state, declared)?;
     let form = Multipart::from_request(req, &state).await.map_err(|rej| not_multipart(rej.body_text()))?;
-    let file = read_file(&state, form).await?;
+    let file = read_file(&state, form, declared).await?;
     let uploaded = upload(&state, auth.user, file.bytes).await?;
     Ok(uploaded.created())
 }

@@ -62,6 +62,13 @@ pub struct MediaConfig {
     #[arg(long, env = "PITH_MEDIA_QUOTA_TOTAL_MB", default_value_t = 10240)]
     pub media_quota_total_mb: u64,
 
+    /// MiB that pictures being decoded may take together: each waits for
+    /// what its header says it needs (4 bytes a pixel), besides one at a
+    /// time per core. The default lets one 12 MP photo decode at a time.
+    #[arg(long, env = "PITH_MEDIA_DECODE_MB", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(16..=65536))]
+    pub media_decode_mb: u32,
+
     /// Directory of the stored pictures; default: `media` in the data
     /// dir. Nodes serving one PostgreSQL database must share it.
     #[arg(long, env = "PITH_MEDIA_DIR")]
@@ -76,6 +83,7 @@ impl Default for MediaConfig {
             media_max_side: 2048,
             media_quota_user_mb: 200,
             media_quota_total_mb: 10240,
+            media_decode_mb: 64,
             media_dir: None,
         }
     }
@@ -104,7 +112,7 @@ impl Pictures {
                 user_bytes: cfg.media_quota_user_mb << 20,
                 total_bytes: cfg.media_quota_total_mb << 20,
             },
-            pool: Pool::per_core(PROCESS_LIMIT),
+            pool: Pool::per_core(cfg.media_decode_mb, PROCESS_LIMIT),
             files: tokio::sync::Mutex::new(()),
         }
     }
@@ -201,13 +209,22 @@ fn too_large(max: u64) -> AppError {
 
 /// Reads the form's `file` field as it streams, refusing it past
 /// `--media-max-bytes`; other fields are read within a small budget.
-pub async fn read_file<S: Store>(state: &AppState<S>, mut form: Multipart) -> AppResult<FilePart> {
+/// `declared`: the body's length, when stated, so the file is read into
+/// one buffer of its size rather than one that doubles as it grows.
+pub async fn read_file<S: Store>(
+    state: &AppState<S>,
+    mut form: Multipart,
+    declared: Option<u64>,
+) -> AppResult<FilePart> {
     let max = state.media.on()?.max_bytes;
     let mut csrf = None;
     let mut other_bytes = 0u64;
     while let Some(mut field) = form.next_field().await.map_err(multipart_error)? {
         let is_file = field.name() == Some("file");
-        let mut buf = BytesMut::new();
+        let mut buf = match declared {
+            Some(n) if is_file => BytesMut::with_capacity(n.min(max) as usize),
+            _ => BytesMut::new(),
+        };
         while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
             let over = if is_file {
                 buf.len() + chunk.len() > max as usize
@@ -260,7 +277,17 @@ pub async fn upload<S: Store>(state: &AppState<S>, user: User, bytes: Bytes) -> 
     let pictures = state.media.on()?;
     let limits = pictures.limits;
     let started = Instant::now();
-    let processed = pictures.pool.run(move || crate::media::process::process(&bytes, &limits)).await;
+    let processed = pictures
+        .pool
+        .run(decode_mb(&bytes, &limits), move || {
+            let out = crate::media::process::process(&bytes, &limits);
+            drop(bytes);
+            // The decoded picture's tens of MB go back to the kernel now,
+            // not whenever the heap next shrinks.
+            crate::memory::release_free();
+            out
+        })
+        .await;
     state.metrics.media.processed(started.elapsed().as_secs_f64());
     let processed = match processed {
         Ok(Ok(p)) => p,
@@ -308,6 +335,18 @@ pub async fn upload<S: Store>(state: &AppState<S>, user: User, bytes: Bytes) -> 
         Ok(Uploaded::of(&media))
     })
     .await
+}
+
+/// MiB that decoding `bytes` takes, by its header: 4 bytes a pixel (the
+/// decoded picture and the decoder's own buffers), plus 1. A picture that
+/// will be refused (no header, too many pixels) needs next to nothing.
+fn decode_mb(bytes: &[u8], limits: &Limits) -> u32 {
+    match crate::media::process::dimensions(bytes) {
+        Ok((w, h)) if u64::from(w) * u64::from(h) <= limits.max_pixels => {
+            u32::try_from((u64::from(w) * u64::from(h) * 4) >> 20).unwrap_or(u32::MAX).saturating_add(1)
+        }
+        _ => 1,
+    }
 }
 
 /// `bytes` in MiB, to one decimal.

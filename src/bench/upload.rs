@@ -59,7 +59,7 @@ pub fn photo(width: u32, height: u32) -> anyhow::Result<Vec<u8>> {
         state ^= state << 13;
         state ^= state >> 17;
         state ^= state << 5;
-        let grain = (state % 24) as i32 - 12;
+        let grain = (state % 16) as i32 - 8;
         let shade = |v: u32| (v as i32 + grain).clamp(0, 255) as u8;
         Rgb([shade(x * 255 / width), shade(y * 255 / height), shade(((x / 7 + y / 5) % 256) / 2 + 60)])
     });

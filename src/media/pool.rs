@@ -1,9 +1,10 @@
 //! The pool pictures are decoded on: at most one picture per core at a
-//! time, each on tokio's blocking threads (never an async worker), each
-//! given a time limit that counts its wait for a turn too. A picture past
-//! its limit is answered at once; its thread finishes the work and only
-//! then gives its turn back, so the bound on memory and CPU holds even
-//! then.
+//! time, and at most a budget of memory for all of them together (each
+//! picture asks for what its header says it will take), each on tokio's
+//! blocking threads (never an async worker), each given a time limit that
+//! counts its wait for a turn too. A picture past its limit is answered at
+//! once; its thread finishes the work and only then gives its turn and
+//! its memory back, so the bounds on memory and CPU hold even then.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,28 +24,45 @@ pub enum PoolError {
 #[derive(Clone)]
 pub struct Pool {
     turns: Arc<Semaphore>,
+    /// MiB of decoding memory left to hand out.
+    memory: Arc<Semaphore>,
+    budget_mb: u32,
     limit: Duration,
 }
 
 impl Pool {
-    /// `workers` at a time (at least one), each within `limit`.
-    pub fn new(workers: usize, limit: Duration) -> Pool {
-        Pool { turns: Arc::new(Semaphore::new(workers.max(1))), limit }
+    /// `workers` at a time (at least one), `budget_mb` MiB among them,
+    /// each within `limit`.
+    pub fn new(workers: usize, budget_mb: u32, limit: Duration) -> Pool {
+        let budget_mb = budget_mb.max(1);
+        Pool {
+            turns: Arc::new(Semaphore::new(workers.max(1))),
+            memory: Arc::new(Semaphore::new(budget_mb as usize)),
+            budget_mb,
+            limit,
+        }
     }
 
     /// One worker per core.
-    pub fn per_core(limit: Duration) -> Pool {
-        Pool::new(std::thread::available_parallelism().map_or(1, |n| n.get()), limit)
+    pub fn per_core(budget_mb: u32, limit: Duration) -> Pool {
+        Pool::new(std::thread::available_parallelism().map_or(1, |n| n.get()), budget_mb, limit)
     }
 
-    /// Runs `work` when a worker is free.
-    pub async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, PoolError> {
-        let turns = self.turns.clone();
+    /// Runs `work`, which needs about `need_mb` MiB (at most the whole
+    /// budget), when a worker and that memory are free.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        need_mb: u32,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, PoolError> {
+        let (turns, memory) = (self.turns.clone(), self.memory.clone());
+        let need = need_mb.clamp(1, self.budget_mb);
         let job = async move {
-            // The semaphore is never closed.
+            // The semaphores are never closed.
+            let memory = memory.acquire_many_owned(need).await.map_err(|_| PoolError::Panicked)?;
             let turn = turns.acquire_owned().await.map_err(|_| PoolError::Panicked)?;
             tokio::task::spawn_blocking(move || {
-                let _turn = turn;
+                let _held = (turn, memory);
                 work()
             })
             .await
@@ -60,10 +78,12 @@ mod tests {
 
     #[tokio::test]
     async fn work_runs_off_the_runtime_and_a_panic_is_an_error() {
-        let pool = Pool::new(1, Duration::from_secs(10));
+        let pool = Pool::new(1, 64, Duration::from_secs(10));
         let runtime_thread = std::thread::current().id();
-        let ran_on = pool.run(|| std::thread::current().id()).await.expect("ran");
+        let ran_on = pool.run(1, || std::thread::current().id()).await.expect("ran");
         assert_ne!(ran_on, runtime_thread);
-        assert_eq!(pool.run(|| panic!("decoder bug")).await, Err::<(), _>(PoolError::Panicked));
+        assert_eq!(pool.run(1, || panic!("decoder bug")).await, Err::<(), _>(PoolError::Panicked));
+        // More than the budget waits for all of it, rather than forever.
+        assert_eq!(pool.run(1000, || 7).await, Ok(7));
     }
 }

@@ -65,9 +65,10 @@ pub async fn upload_from_page<S: Store>(
         return Err(csrf_failed());
     }
     check_rate(&state, &user, ip)?;
-    check_length(&state, declared_length(req.headers()))?;
+    let declared = declared_length(req.headers());
+    check_length(&state, declared)?;
     let form = Multipart::from_request(req, &state).await.map_err(|rej| not_multipart(rej.body_text()))?;
-    let file = read_file(&state, form).await?;
+    let file = read_file(&state, form, declared).await?;
     if header.is_none() && !file.csrf.as_deref().is_some_and(|t| session.csrf_ok(t)) {
         return Err(csrf_failed());
     }

@@ -277,6 +277,16 @@ async fn showing_story<S: Store>(app: &TestApp<S>) {
     assert_eq!(s, 204, "{body}");
     assert_eq!(fetch(app.req(Method::GET, &kept)).await.status, 200, "carol's post still shows it");
     assert_eq!(fetch(app.req(Method::GET, &lone)).await.status, 404);
+
+    // A moderator's removal: the picture stops being served.
+    let spam = upload(app, &carol, "x.jpg", "image/jpeg", &encode(photo(120, 80, 9), ImageFormat::Jpeg)).await.json();
+    let spam = spam["url"].as_str().expect("url").to_owned();
+    let post = app.reply(topic, &carol, None, &format!("buy now ![]({spam})")).await;
+    assert_eq!(fetch(app.req(Method::GET, &spam)).await.status, 200);
+    let (s, body) = app.post(&format!("/api/v1/posts/{post}/remove"), Some(&app.admin_token), json!({})).await;
+    assert_eq!(s, 204, "{body}");
+    assert_eq!(fetch(app.req(Method::GET, &spam)).await.status, 404, "removed with the post");
+    assert!(!file_of(app, &spam).exists());
 }
 
 #[tokio::test]

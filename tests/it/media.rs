@@ -516,3 +516,30 @@ async fn bench_upload_reports_uploads_memory_and_bytes_saved() {
     }
     app.stop().await;
 }
+
+#[tokio::test]
+async fn pith_media_gc_reports_and_fixes_from_the_command_line() {
+    let app = spawn_app().await;
+    let lee = app.user("lee").await;
+    let pic = upload(&app, &lee, "l.png", "image/png", &encode(photo(30, 30, 60), ImageFormat::Png)).await.json();
+    std::fs::remove_file(file_of(&app, pic["url"].as_str().expect("url"))).expect("lose the file");
+    let dir = app.stop().await;
+    let data = dir.path().to_str().expect("utf-8");
+    let gc = |extra: &'static [&'static str]| {
+        let mut args = vec!["media", "gc", "--data-dir", data];
+        args.extend_from_slice(extra);
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        async move {
+            let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+            let out = crate::support::child::run_pith(&args).await;
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        }
+    };
+    let dry = gc(&["--dry-run"]).await;
+    assert!(dry.contains("rows whose file is missing (would forget): 1"), "{dry}");
+    let fixed = gc(&[]).await;
+    assert!(fixed.contains("rows whose file is missing (did forget): 1"), "{fixed}");
+    let again = gc(&[]).await;
+    assert!(again.contains("rows whose file is missing (did forget): 0"), "{again}");
+}

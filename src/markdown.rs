@@ -697,6 +697,15 @@ pub fn mentions(source: &str) -> Vec<String> {
     events.mentions
 }
 
+/// The site's pictures a Markdown source shows or links (`/media/NAME`),
+/// by their full-size names, each once: `render_all`'s `media` without
+/// the HTML.
+pub fn media(source: &str) -> Vec<String> {
+    let mut events = Tame::new(Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH));
+    events.by_ref().for_each(drop);
+    if events.too_deep { Vec::new() } else { events.media }
+}
+
 /// The text of a Markdown source without its markup, whitespace collapsed,
 /// cut to at most `max` characters (with `…` when cut): a notification's
 /// excerpt.

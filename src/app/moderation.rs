@@ -41,6 +41,8 @@ pub async fn act<S: Store>(state: &AppState<S>, actor: User, action: ModAction, 
         if let Some(n) = notified {
             apply(&st, Change::Inbox { notified: vec![n] });
         }
+        // A removal's pictures that nothing else shows go.
+        super::media::sweep(&st).await;
         Ok(())
     })
     .await

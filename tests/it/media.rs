@@ -277,6 +277,16 @@ async fn showing_story<S: Store>(app: &TestApp<S>) {
     assert_eq!(s, 204, "{body}");
     assert_eq!(fetch(app.req(Method::GET, &kept)).await.status, 200, "carol's post still shows it");
     assert_eq!(fetch(app.req(Method::GET, &lone)).await.status, 404);
+
+    // A moderator's removal: the picture stops being served.
+    let spam = upload(app, &carol, "x.jpg", "image/jpeg", &encode(photo(120, 80, 9), ImageFormat::Jpeg)).await.json();
+    let spam = spam["url"].as_str().expect("url").to_owned();
+    let post = app.reply(topic, &carol, None, &format!("buy now ![]({spam})")).await;
+    assert_eq!(fetch(app.req(Method::GET, &spam)).await.status, 200);
+    let (s, body) = app.post(&format!("/api/v1/posts/{post}/remove"), Some(&app.admin_token), json!({})).await;
+    assert_eq!(s, 204, "{body}");
+    assert_eq!(fetch(app.req(Method::GET, &spam)).await.status, 404, "removed with the post");
+    assert!(!file_of(app, &spam).exists());
 }
 
 #[tokio::test]
@@ -505,4 +515,31 @@ async fn bench_upload_reports_uploads_memory_and_bytes_saved() {
         assert!(stdout.contains(want), "{want:?} in {stdout}");
     }
     app.stop().await;
+}
+
+#[tokio::test]
+async fn pith_media_gc_reports_and_fixes_from_the_command_line() {
+    let app = spawn_app().await;
+    let lee = app.user("lee").await;
+    let pic = upload(&app, &lee, "l.png", "image/png", &encode(photo(30, 30, 60), ImageFormat::Png)).await.json();
+    std::fs::remove_file(file_of(&app, pic["url"].as_str().expect("url"))).expect("lose the file");
+    let dir = app.stop().await;
+    let data = dir.path().to_str().expect("utf-8");
+    let gc = |extra: &'static [&'static str]| {
+        let mut args = vec!["media", "gc", "--data-dir", data];
+        args.extend_from_slice(extra);
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        async move {
+            let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+            let out = crate::support::child::run_pith(&args).await;
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        }
+    };
+    let dry = gc(&["--dry-run"]).await;
+    assert!(dry.contains("rows whose file is missing (would forget): 1"), "{dry}");
+    let fixed = gc(&[]).await;
+    assert!(fixed.contains("rows whose file is missing (did forget): 1"), "{fixed}");
+    let again = gc(&[]).await;
+    assert!(again.contains("rows whose file is missing (did forget): 0"), "{again}");
 }

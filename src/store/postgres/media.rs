@@ -146,3 +146,15 @@ pub async fn drop_user(c: &impl GenericClient, user_id: i64, erased: bool, now: 
     exec(c, "UPDATE media SET freed_at = $2, owner_id = NULL WHERE owner_id = $1", &[&user_id, &now.0]).await?;
     Ok(())
 }
+
+pub async fn moderated(c: &impl GenericClient, kind: i64, id: i64, removed: bool, now: Timestamp) -> StoreResult<()> {
+    if removed {
+        return drop_refs(c, kind, id, now).await;
+    }
+    let sql = if kind == 0 { "SELECT body FROM topics WHERE id = $1" } else { "SELECT body FROM posts WHERE id = $1" };
+    let body: Option<String> = match opt(c, sql, &[&id]).await? {
+        Some(r) => col(&r, 0)?,
+        None => None,
+    };
+    set_refs(c, kind, id, &crate::markdown::media(body.as_deref().unwrap_or(""))).await
+}

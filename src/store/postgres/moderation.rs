@@ -207,6 +207,12 @@ pub async fn moderate(
         }
         .write(c, actor, now)
         .await?;
+        // As in store::sqlite::moderation.
+        match action {
+            RemoveTopic(id) | RestoreTopic(id) => super::media::moderated(c, 0, id, value, now).await?,
+            RemovePost(id) | RestorePost(id) => super::media::moderated(c, 1, id, value, now).await?,
+            LockTopic(_) | UnlockTopic(_) => {}
+        }
     }
     let notice = common::moderation_notice(actor, action, reason, (topic_id, post_id), target_user, changed);
     let notified = super::inbox::notify(c, notice.as_slice(), now).await?.pop();

@@ -166,3 +166,19 @@ pub fn drop_user(conn: &Connection, user_id: i64, erased: bool, now: Timestamp) 
     }
     Ok(())
 }
+
+/// A moderator removed (`removed`) or restored the topic (`kind` 0) or
+/// post (1) `id`: a removal frees its pictures as a deletion does; a
+/// restore records its body's pictures again (those still stored).
+pub fn moderated(conn: &Connection, kind: i64, id: i64, removed: bool, now: Timestamp) -> StoreResult<()> {
+    if removed {
+        return drop_refs(conn, kind, id, now);
+    }
+    let sql = if kind == 0 { "SELECT body FROM topics WHERE id = ?1" } else { "SELECT body FROM posts WHERE id = ?1" };
+    let body: Option<String> = conn
+        .prepare_cached(sql)
+        .and_then(|mut s| s.query_row([id], |r| r.get(0)).optional())
+        .map_err(map_err)?
+        .flatten();
+    set_refs(conn, kind, id, &crate::markdown::media(body.as_deref().unwrap_or("")))
+}

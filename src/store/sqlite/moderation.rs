@@ -214,6 +214,13 @@ pub fn moderate(
             expires_at: None,
         }
         .write(conn, actor, now)?;
+        // Removed content's pictures stop being served (nothing else
+        // showing them); a restore shows again those still stored.
+        match action {
+            RemoveTopic(id) | RestoreTopic(id) => super::media::moderated(conn, 0, id, value, now)?,
+            RemovePost(id) | RestorePost(id) => super::media::moderated(conn, 1, id, value, now)?,
+            LockTopic(_) | UnlockTopic(_) => {}
+        }
     }
     let notice = common::moderation_notice(actor, action, reason, (topic_id, post_id), target_user, changed);
     let notified = super::inbox::notify(conn, notice.as_slice(), now)?.pop();

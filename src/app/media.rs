@@ -279,7 +279,7 @@ pub async fn upload<S: Store>(state: &AppState<S>, user: User, bytes: Bytes) -> 
     let started = Instant::now();
     let processed = pictures
         .pool
-        .run(decode_mb(&bytes, &limits), move || {
+        .run(crate::media::process::decode_mb(&bytes, &limits), move || {
             let out = crate::media::process::process(&bytes, &limits);
             drop(bytes);
             // The decoded picture's tens of MB go back to the kernel now,
@@ -335,18 +335,6 @@ pub async fn upload<S: Store>(state: &AppState<S>, user: User, bytes: Bytes) -> 
         Ok(Uploaded::of(&media))
     })
     .await
-}
-
-/// MiB that decoding `bytes` takes, by its header: 4 bytes a pixel (the
-/// decoded picture and the decoder's own buffers), plus 1. A picture that
-/// will be refused (no header, too many pixels) needs next to nothing.
-fn decode_mb(bytes: &[u8], limits: &Limits) -> u32 {
-    match crate::media::process::dimensions(bytes) {
-        Ok((w, h)) if u64::from(w) * u64::from(h) <= limits.max_pixels => {
-            u32::try_from((u64::from(w) * u64::from(h) * 4) >> 20).unwrap_or(u32::MAX).saturating_add(1)
-        }
-        _ => 1,
-    }
 }
 
 /// `bytes` in MiB, to one decimal.

@@ -1,15 +1,30 @@
-//! The pool pictures are decoded on: at most one picture per core at a
-//! time, and at most a budget of memory for all of them together (each
-//! picture asks for what its header says it will take), each on tokio's
-//! blocking threads (never an async worker), each given a time limit that
-//! counts its wait for a turn too. A picture past its limit is answered at
-//! once; its thread finishes the work and only then gives its turn and
-//! its memory back, so the bounds on memory and CPU hold even then.
+//! The pool pictures are decoded on: a few threads of its own (one per
+//! core), which run at a lower CPU priority than the rest of the server,
+//! and a budget of memory for all the pictures being decoded together
+//! (each asks for what its header says it will take). Each picture is
+//! given a time limit that counts its wait for a turn too. A picture past
+//! its limit is answered at once; its thread finishes the work and only
+//! then takes the next, and its memory is given back only then, so the
+//! bounds on memory and CPU hold even then. A picture whose caller has
+//! given up before a thread took it is not decoded at all.
+//!
+//! Why threads of its own rather than tokio's blocking pool: a decode is
+//! CPU work that can wait, while the requests beside it cannot. Linux
+//! keeps a nice value per thread, so these threads are niced once when
+//! they start (`NICE`) and the scheduler gives readers the CPU first on a
+//! busy machine. A thread cannot take its priority back without
+//! privileges, so nicing tokio's shared blocking threads would have left
+//! them niced for whatever ran on them next.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, oneshot};
+
+/// How much lower than the server's the decoders' priority is: a niced
+/// thread gets about a tenth of a core that a normal thread also wants
+/// (the kernel's weights: 1024 at 0, 110 at 10), and all of an idle one.
+pub const NICE: i32 = 10;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum PoolError {
@@ -21,9 +36,13 @@ pub enum PoolError {
     Panicked,
 }
 
+type Job = Box<dyn FnOnce() + Send>;
+
 #[derive(Clone)]
 pub struct Pool {
-    turns: Arc<Semaphore>,
+    workers: usize,
+    /// The decoding threads' queue, made with the threads on first use.
+    queue: Arc<OnceLock<crossbeam_channel::Sender<Job>>>,
     /// MiB of decoding memory left to hand out.
     memory: Arc<Semaphore>,
     budget_mb: u32,
@@ -31,12 +50,13 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// `workers` at a time (at least one), `budget_mb` MiB among them,
-    /// each within `limit`.
+    /// `workers` threads (at least one), `budget_mb` MiB among them, each
+    /// picture within `limit`.
     pub fn new(workers: usize, budget_mb: u32, limit: Duration) -> Pool {
         let budget_mb = budget_mb.max(1);
         Pool {
-            turns: Arc::new(Semaphore::new(workers.max(1))),
+            workers: workers.max(1),
+            queue: Arc::new(OnceLock::new()),
             memory: Arc::new(Semaphore::new(budget_mb as usize)),
             budget_mb,
             limit,
@@ -49,27 +69,71 @@ impl Pool {
     }
 
     /// Runs `work`, which needs about `need_mb` MiB (at most the whole
-    /// budget), when a worker and that memory are free.
+    /// budget), when a thread and that memory are free.
     pub async fn run<T: Send + 'static>(
         &self,
         need_mb: u32,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, PoolError> {
-        let (turns, memory) = (self.turns.clone(), self.memory.clone());
+        let memory = self.memory.clone();
         let need = need_mb.clamp(1, self.budget_mb);
+        let queue = self.queue.get_or_init(|| start(self.workers)).clone();
         let job = async move {
-            // The semaphores are never closed.
-            let memory = memory.acquire_many_owned(need).await.map_err(|_| PoolError::Panicked)?;
-            let turn = turns.acquire_owned().await.map_err(|_| PoolError::Panicked)?;
-            tokio::task::spawn_blocking(move || {
-                let _held = (turn, memory);
-                work()
-            })
-            .await
-            .map_err(|_| PoolError::Panicked)
+            // The semaphore is never closed.
+            let held = memory.acquire_many_owned(need).await.map_err(|_| PoolError::Panicked)?;
+            let (tx, rx) = oneshot::channel();
+            let job: Job = Box::new(move || {
+                if tx.is_closed() {
+                    return; // timed out while queued
+                }
+                let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+                drop(held);
+                let _ = tx.send(out.map_err(|_| PoolError::Panicked));
+            });
+            queue.send(job).map_err(|_| PoolError::Panicked)?;
+            rx.await.map_err(|_| PoolError::Panicked)?
         };
         tokio::time::timeout(self.limit, job).await.map_err(|_| PoolError::TimedOut(self.limit))?
     }
+}
+
+/// Starts `n` niced threads taking jobs from one queue; they end when the
+/// last `Pool` holding its sender is dropped.
+fn start(n: usize) -> crossbeam_channel::Sender<Job> {
+    let (tx, rx) = crossbeam_channel::unbounded::<Job>();
+    for i in 0..n {
+        let rx = rx.clone();
+        let spawned = std::thread::Builder::new().name(format!("pith-pictures-{i}")).spawn(move || {
+            lower_priority();
+            while let Ok(job) = rx.recv() {
+                job();
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "could not start a picture decoding thread");
+        }
+    }
+    tx
+}
+
+/// This thread's nice value raised by `NICE` (Linux keeps one per
+/// thread). Failing is harmless: the thread then runs at the server's.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid and setpriority only read and set this thread's
+    // scheduling attributes.
+    unsafe {
+        let tid = libc::gettid() as libc::id_t;
+        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
+        libc::setpriority(libc::PRIO_PROCESS, tid, (now + NICE).min(19));
+    }
+}
+
+/// This thread's nice value, for the tests.
+#[cfg(all(test, target_os = "linux"))]
+fn nice_of_this_thread() -> i32 {
+    // SAFETY: reads this thread's nice value.
+    unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
 }
 
 #[cfg(test)]
@@ -77,13 +141,30 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn work_runs_off_the_runtime_and_a_panic_is_an_error() {
+    async fn work_runs_off_the_runtime_at_a_lower_priority_and_a_panic_is_an_error() {
         let pool = Pool::new(1, 64, Duration::from_secs(10));
         let runtime_thread = std::thread::current().id();
-        let ran_on = pool.run(1, || std::thread::current().id()).await.expect("ran");
+        let (ran_on, nice) = pool.run(1, || (std::thread::current().id(), nice_of_this_thread())).await.expect("ran");
         assert_ne!(ran_on, runtime_thread);
+        assert_eq!(nice, (nice_of_this_thread() + NICE).min(19), "the decoding thread is niced");
         assert_eq!(pool.run(1, || panic!("decoder bug")).await, Err::<(), _>(PoolError::Panicked));
-        // More than the budget waits for all of it, rather than forever.
+        // The thread lives on after a panic, and more than the budget
+        // waits for all of it, rather than forever.
         assert_eq!(pool.run(1000, || 7).await, Ok(7));
+    }
+
+    #[tokio::test]
+    async fn a_picture_past_its_limit_is_answered_and_one_given_up_in_the_queue_is_skipped() {
+        let pool = Pool::new(1, 64, Duration::from_millis(200));
+        let (ran_tx, ran_rx) = std::sync::mpsc::channel();
+        let slow = pool.run(1, || std::thread::sleep(Duration::from_millis(600)));
+        let queued = pool.run(1, move || ran_tx.send(()).expect("send"));
+        let (slow, queued) = tokio::join!(slow, queued);
+        assert_eq!(slow, Err(PoolError::TimedOut(Duration::from_millis(200))));
+        assert_eq!(queued, Err(PoolError::TimedOut(Duration::from_millis(200))));
+        // Once the slow one is done, the thread skips the abandoned job.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(pool.run(1, || 1).await, Ok(1));
+        assert!(ran_rx.try_recv().is_err(), "the abandoned job never ran");
     }
 }

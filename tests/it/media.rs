@@ -488,14 +488,16 @@ async fn backup_and_restore_carry_the_pictures() {
 async fn bench_upload_reports_uploads_memory_and_bytes_saved() {
     let app = spawn_app().await;
     let token = app.user("bench").await;
+    let token_arg = format!("--token={token}");
     let pid = std::process::id().to_string();
     let args = [
         "bench",
         "upload",
         "--url",
         &app.addr,
-        "--token",
-        &token,
+        // One argument with `=`: a token may begin with `-`, which clap
+        // would take for a flag if it came on its own.
+        &token_arg,
         "-n",
         "3",
         "-c",

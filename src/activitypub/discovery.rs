@@ -69,10 +69,8 @@ pub async fn webfinger<S: Store>(
         _ => (true, true, name),
     };
     let mut links = Vec::new();
-    if users {
-        if let Some(p) = found(state.store.profile(name.to_owned()).await)? {
-            links.extend(link("Person", &ids::user(&base, &p.user.name), &format!("{base}/u/{}", p.user.name)));
-        }
+    if users && let Some(p) = found(state.store.profile(name.to_owned()).await)? {
+        links.extend(link("Person", &ids::user(&base, &p.user.name), &format!("{base}/u/{}", p.user.name)));
     }
     let community = match communities {
         true => found(state.store.community(name.to_owned()).await)?,

@@ -135,10 +135,10 @@ async fn followed<S: Store>(state: &AppState<S>, target: &Target, object: Option
         .strip_prefix(&prefix)
         .filter(|n| !n.is_empty() && !n.contains(['/', '?', '#']))
         .ok_or_else(|| AppError::NotFound(format!("community {object}")))?;
-    if let Target::Community(inbox) = target {
-        if !inbox.eq_ignore_ascii_case(name) {
-            return Err(bad("a community's inbox takes follows of that community only"));
-        }
+    if let Target::Community(inbox) = target
+        && !inbox.eq_ignore_ascii_case(name)
+    {
+        return Err(bad("a community's inbox takes follows of that community only"));
     }
     let community = state.store.community(name.to_owned()).await?;
     if ids::community(&state.web.public_url(), &community.name) != object {

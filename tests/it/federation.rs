@@ -51,12 +51,15 @@ async fn with_federation_off_every_federation_route_is_an_unknown_path() {
     assert!(app.state.store.actor_key(pith::model::federation::ActorKind::Community, 1).await.expect("read").is_none());
 }
 
+/// What a remote inbox was sent: each request's headers and body.
+type Received = Arc<Mutex<Vec<(HeaderMap, Vec<u8>)>>>;
+
 /// A remote ActivityPub server: one actor with its own key, whose inbox
 /// keeps what it is sent.
 struct Remote {
     base: String,
     key: ActorKey,
-    received: Arc<Mutex<Vec<(HeaderMap, Vec<u8>)>>>,
+    received: Received,
 }
 
 impl Remote {
@@ -76,14 +79,10 @@ impl Remote {
             .route("/users/remote", get(move || std::future::ready(axum::Json(actor.clone()))))
             .route(
                 "/users/remote/inbox",
-                post(
-                    |State(got): State<Arc<Mutex<Vec<(HeaderMap, Vec<u8>)>>>>,
-                     headers: HeaderMap,
-                     body: axum::body::Bytes| async move {
-                        got.lock().expect("lock").push((headers, body.to_vec()));
-                        axum::http::StatusCode::ACCEPTED
-                    },
-                ),
+                post(|State(got): State<Received>, headers: HeaderMap, body: axum::body::Bytes| async move {
+                    got.lock().expect("lock").push((headers, body.to_vec()));
+                    axum::http::StatusCode::ACCEPTED
+                }),
             )
             .with_state(received.clone());
         tokio::spawn(async move { axum::serve(listener, router).await });

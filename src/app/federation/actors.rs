@@ -34,11 +34,11 @@ pub async fn fetch<S: Store>(state: &AppState<S>, fed: &Federation, url: &str) -
     let signer = site_signer(state).await?;
     let mut doc = fed.client.get_json(url, &signer).await.map_err(|e: FetchError| unusable(url, e))?;
     // A keyId that names a key document (Fedify, GoToSocial): its owner.
-    if doc.get("inbox").is_none() {
-        if let Some(owner) = doc.get("owner").and_then(Value::as_str).filter(|o| same_host(o, url)) {
-            let owner = owner.to_owned();
-            doc = fed.client.get_json(&owner, &signer).await.map_err(|e| unusable(&owner, e))?;
-        }
+    if doc.get("inbox").is_none()
+        && let Some(owner) = doc.get("owner").and_then(Value::as_str).filter(|o| same_host(o, url))
+    {
+        let owner = owner.to_owned();
+        doc = fed.client.get_json(&owner, &signer).await.map_err(|e| unusable(&owner, e))?;
     }
     let actor = parse_actor(&doc, url).map_err(|why| unusable(url, why))?;
     state.store.put_remote_actor(actor.clone()).await?;
@@ -104,10 +104,10 @@ pub async fn verify<S: Store>(state: &AppState<S>, fed: &Federation, req: &Inbou
     let text = signature::signing_string(&sig.headers, req.method, req.path_and_query, header).map_err(refused)?;
     let key_url = sig.key_id.split('#').next().unwrap_or(&sig.key_id).to_owned();
     let cached = state.store.remote_actor_by_key(sig.key_id.clone()).await?;
-    if let Some(actor) = &cached {
-        if keys::verify(&actor.public_key_pem, text.as_bytes(), &sig.signature) {
-            return Ok(actor.clone());
-        }
+    if let Some(actor) = &cached
+        && keys::verify(&actor.public_key_pem, text.as_bytes(), &sig.signature)
+    {
+        return Ok(actor.clone());
     }
     let actor = fetch(state, fed, &key_url).await?;
     if actor.key_id != sig.key_id {

@@ -125,10 +125,11 @@ pub fn check(
     body: Option<&[u8]>,
     now: i64,
 ) -> Result<(), Refused> {
-    if let Some(alg) = &sig.algorithm {
-        if alg != "rsa-sha256" && alg != "hs2019" {
-            return Err(Refused::Algorithm(alg.clone()));
-        }
+    if let Some(alg) = &sig.algorithm
+        && alg != "rsa-sha256"
+        && alg != "hs2019"
+    {
+        return Err(Refused::Algorithm(alg.clone()));
     }
     for needed in ["(request-target)", "host", "date"] {
         if !sig.headers.iter().any(|h| h == needed) {

@@ -110,7 +110,11 @@ pub fn queue_deliveries(conn: &Connection, new: &[NewDelivery], now: Timestamp) 
     Ok(())
 }
 
-fn queued_row(r: &Row<'_>) -> rusqlite::Result<(i64, String, String, i64, i64, String, i64, i64)> {
+/// A queue row's columns: id, inbox, body, signer kind, signer id,
+/// key id, attempts, created_at.
+pub type QueuedRow = (i64, String, String, i64, i64, String, i64, i64);
+
+fn queued_row(r: &Row<'_>) -> rusqlite::Result<QueuedRow> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
 }
 
@@ -134,9 +138,7 @@ pub fn claim_deliveries(
 }
 
 /// A row as a delivery; `None` for a signer kind this build does not know.
-pub fn queued(
-    (id, inbox, body, kind, signer_id, key_id, attempts, created_at): (i64, String, String, i64, i64, String, i64, i64),
-) -> Option<QueuedDelivery> {
+pub fn queued((id, inbox, body, kind, signer_id, key_id, attempts, created_at): QueuedRow) -> Option<QueuedDelivery> {
     let signer = ActorKind::from_code(kind)?;
     Some(QueuedDelivery { id, delivery: NewDelivery { inbox, body, signer, signer_id, key_id }, attempts, created_at })
 }

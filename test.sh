@@ -43,4 +43,7 @@ section "the web forum in headless Chromium (playwright-core)"
 # Screenshots go to target/ here; `tests/browser/run.sh` alone refreshes docs/screenshots/.
 PITH_SCREENSHOTS="${CARGO_TARGET_DIR:-target}/screenshots" tests/browser/run.sh
 
+section "federation against a real ActivityPub peer: Fedify on loopback (tests/federation/run.sh)"
+tests/federation/run.sh
+
 section "all tests passed"

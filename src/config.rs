@@ -163,6 +163,9 @@ pub struct ServeConfig {
     #[command(flatten)]
     pub media: crate::app::media::MediaConfig,
 
+    #[command(flatten)]
+    pub federation: crate::app::federation::FederationConfig,
+
     /// TOML file of settings, keyed by the long flag names (`listen =
     /// "0.0.0.0:8080"`, `cache-mb = 128`); flags and environment override
     /// it. Default: `pith.toml` in the data dir, when it exists.

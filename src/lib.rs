@@ -22,8 +22,8 @@
 //!    one place a `Change` takes effect (cache, live, bus).
 //! 7. `net`: the accept loop, parked connections and the fast path, TLS,
 //!    connection caps.
-//! 8. `api` (the JSON API) and `web` (the HTML forum): siblings, both call
-//!    `app`, neither calls the other.
+//! 8. `api` (the JSON API), `web` (the HTML forum) and `activitypub`
+//!    (federation's routes): siblings, each calls `app`, none calls another.
 //! 9. `server`: the whole router, and `run(listener, shutdown)`.
 //! 10. The commands, in order: `config` (each command's arguments, which
 //!     gather each module's settings), `backup` (and restore), then
@@ -31,6 +31,7 @@
 //!     `config_file` (the command line `Cli`, the TOML file, each
 //!     setting's source).
 
+pub mod activitypub;
 pub mod api;
 pub mod app;
 pub mod backup;

@@ -6,6 +6,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub mod account;
 pub mod change;
+pub mod federation;
 pub mod inbox;
 mod lookalike;
 pub mod mail;

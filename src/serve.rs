@@ -71,6 +71,7 @@ async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::net::t
     state.web.set_public_url(&public_url, cfg.web.hsts_days);
     state.sessions.set(&cfg.sessions);
     state.media.set(&cfg.media, &cfg.data.data_dir);
+    crate::app::federation::start(&state, &cfg.federation);
     crate::app::bus::start(&state, &cfg.cluster, cfg.data.database.as_deref())?;
     let mailer = crate::app::mail::start(&state, &cfg.mail)?;
     let metrics_listener = crate::api::metrics::start(&cfg.metrics, &state).await?;

@@ -25,6 +25,12 @@ pub fn router<S: Store>(state: AppState<S>, request_timeout: Duration) -> Router
         .nest("/api/v1", api::router())
         .merge(crate::web::router())
         .route("/healthz", get(|| async { "ok\n" }));
+    // Federation's routes exist only when it is on: off, they are unknown
+    // paths, answered exactly as before it was built.
+    let routes = match state.federation.get() {
+        Some(_) => routes.merge(crate::activitypub::router()),
+        None => routes,
+    };
     let app = api::metrics::routes(routes, &state)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

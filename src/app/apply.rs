@@ -1,7 +1,8 @@
 //! `apply`: the one place a committed write takes effect. Every operation
 //! that commits hands its `Change` here, whichever door it came in by (the
 //! JSON API, a page's form); so does the cluster bus for other nodes'
-//! writes. The cache and the hub know nothing of the bus.
+//! writes. A local write is also sent to the Fediverse from here
+//! (`federation::outbound`), when federation is on. The cache and the hub know nothing of the bus.
 
 use super::AppState;
 use crate::model::Change;
@@ -11,6 +12,8 @@ use crate::store::Store;
 /// other nodes (when there are any).
 pub fn apply<S: Store>(state: &AppState<S>, change: Change) {
     apply_here(state, &change);
+    // Only the node that committed a write federates it.
+    super::federation::outbound::send(state, &change);
     if let Some(bus) = state.bus.get() {
         bus.change(change);
     }

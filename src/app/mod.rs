@@ -30,6 +30,8 @@
 //! - `auth`: passwords, tokens, the token cache, the acting user.
 //! - `limits`: rate limits and their settings; `error`: `AppError`.
 //! - `web_settings`: what `pith serve` sets for the pages after start.
+//! - `federation`: ActivityPub's settings, keys, signatures, outbound
+//!   HTTP, remote actors and follows (its routes are `activitypub`'s).
 
 pub mod accounts;
 pub mod apply;
@@ -40,6 +42,7 @@ pub mod deletion;
 pub mod email;
 pub mod error;
 pub mod export;
+pub mod federation;
 pub mod inbox;
 pub mod limits;
 pub mod mail;
@@ -92,6 +95,8 @@ pub struct App<S> {
     pub mail: mail::MailSettings,
     /// Where pictures are stored and how they are checked; set at start.
     pub media: media::MediaSettings,
+    /// Federation, when `pith serve --federation on` (or a test) sets it.
+    pub federation: federation::FederationSettings,
     /// Where committed Changes go for other nodes; unset on a single node.
     pub bus: std::sync::OnceLock<Arc<crate::cluster::Sink>>,
 }
@@ -135,6 +140,7 @@ impl<S: Store> AppState<S> {
             web: WebSettings::default(),
             mail: mail::MailSettings::default(),
             media: media::MediaSettings::default(),
+            federation: federation::FederationSettings::default(),
             bus: std::sync::OnceLock::new(),
         }))
     }

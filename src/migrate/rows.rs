@@ -31,6 +31,10 @@ pub const TABLES: &[&str] = &[
     "recovery_codes",
     "media",
     "media_refs",
+    "ap_keys",
+    "ap_actors",
+    "ap_followers",
+    "ap_deliveries",
 ];
 
 /// Tables the schema itself fills (one settings row), which a new database

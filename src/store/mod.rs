@@ -13,6 +13,7 @@ pub mod sqlite;
 
 use std::future::Future;
 
+use crate::model::federation::{ActorKey, ActorKind, NewDelivery, QueuedDelivery, RemoteActor};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::paging::PageLimit;
 use crate::model::{
@@ -668,6 +669,51 @@ pub trait Store: Send + Sync + 'static {
     fn media_rows(&self, after: String, limit: usize) -> impl Future<Output = StoreResult<Vec<MediaRow>>> + Send;
     /// Deletes these pictures' rows and references; returns how many rows.
     fn forget_media(&self, names: Vec<String>) -> impl Future<Output = StoreResult<usize>> + Send;
+
+    // Federation (`model::federation`, docs/FEDERATION.md).
+    /// The local actor's key pair, if it has one yet.
+    fn actor_key(&self, kind: ActorKind, local_id: i64) -> impl Future<Output = StoreResult<Option<ActorKey>>> + Send;
+    /// Stores `key` as the actor's unless it has one already; returns the
+    /// one kept (two first uses at once agree on one key).
+    fn put_actor_key(
+        &self,
+        kind: ActorKind,
+        local_id: i64,
+        key: ActorKey,
+    ) -> impl Future<Output = StoreResult<ActorKey>> + Send;
+    /// The remote actor whose key has this id.
+    fn remote_actor_by_key(&self, key_id: String) -> impl Future<Output = StoreResult<Option<RemoteActor>>> + Send;
+    /// Stores the remote actor as fetched, over what was there for its id.
+    fn put_remote_actor(&self, actor: RemoteActor) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Makes the remote actor `actor_id` (stored) a follower of the
+    /// community, by the Follow `follow_id`; `NotFound` for an unknown
+    /// actor. Following again keeps one row, with the newer Follow's id.
+    fn add_follower(
+        &self,
+        community_id: i64,
+        actor_id: String,
+        follow_id: String,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Ends the remote actor's following of the community; whether it did.
+    fn remove_follower(&self, community_id: i64, actor_id: String) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// The community's remote followers, in the order they followed.
+    fn followers(&self, community_id: i64) -> impl Future<Output = StoreResult<Vec<RemoteActor>>> + Send;
+    /// Queues deliveries, due at `now`.
+    fn queue_deliveries(&self, new: Vec<NewDelivery>, now: Timestamp) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Takes up to `limit` deliveries due at `now`, oldest first, and
+    /// holds them until `now + lease_secs` (another node's sender, or this
+    /// one after a crash, takes them after that).
+    fn claim_deliveries(
+        &self,
+        now: Timestamp,
+        lease_secs: i64,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<Vec<QueuedDelivery>>> + Send;
+    /// Records how a claimed delivery went: `Sent` and `Failed` delete it,
+    /// `Retry` counts the try and sets when it is due again.
+    fn finish_delivery(&self, id: i64, outcome: Delivery) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Deliveries waiting, for tests and `/metrics`.
+    fn queued_deliveries(&self) -> impl Future<Output = StoreResult<i64>> + Send;
 
     /// Finish pending writes and checkpoint; called once at shutdown.
     fn shutdown(&self) -> impl Future<Output = ()> + Send;

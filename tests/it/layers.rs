@@ -21,7 +21,7 @@ const LAYERS: &[(&[&str], bool)] = &[
     (&["cluster", "metrics"], false),
     (&["app"], false),
     (&["net"], false),
-    (&["api", "web"], false),
+    (&["api", "web", "activitypub"], false),
     (&["server"], false),
     (&["config"], false),
     (&["backup"], false),

@@ -33,6 +33,10 @@
 //! - `setup`: the first run's one-time admin link.
 //! - `pages`: the HTML forum: pages, forms, sessions, CSRF, assets, feeds.
 //! - `live`: live updates over WebSocket and SSE, limits, fan-out, memory.
+//! - `federation`: ActivityPub: off by default (every route 404),
+//!   WebFinger, NodeInfo, actor and object documents, the inbox's
+//!   signature checks, a remote Follow accepted by a signed Accept, on
+//!   both stores (tests/federation/run.sh does it against Fedify).
 //! - `paging`: huge topics read in bounded pages, deep threads cut with
 //!   "continue this thread", on both stores.
 //!
@@ -87,6 +91,7 @@ mod config_file;
 mod crash;
 mod email;
 mod faults;
+mod federation;
 mod fuzz_regressions;
 mod hot;
 mod hygiene;

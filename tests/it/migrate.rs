@@ -99,6 +99,33 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
     let shown = format!("![a pixel](/media/{})", picture.name);
     store.record_media(picture, pith::model::media::MediaQuota::default()).await.expect("picture");
     app.reply(topic, &carol, None, &shown).await;
+    // Federation's tables: a key, a remote follower, a queued delivery.
+    use pith::model::federation::{ActorKey, ActorKind, NewDelivery, RemoteActor};
+    let community = store.community("pis".into()).await.expect("community");
+    let key = ActorKey { private_pem: "private".into(), public_pem: "public".into() };
+    store.put_actor_key(ActorKind::Community, community.id, key).await.expect("key");
+    let remote = RemoteActor {
+        id: "https://a.example/u/r".into(),
+        inbox: "https://a.example/u/r/inbox".into(),
+        shared_inbox: None,
+        key_id: "https://a.example/u/r#k".into(),
+        public_key_pem: "pem".into(),
+        name: "r".into(),
+        fetched_at: 1_700_000_000,
+    };
+    store.put_remote_actor(remote).await.expect("actor");
+    store
+        .add_follower(community.id, "https://a.example/u/r".into(), "https://a.example/f/1".into())
+        .await
+        .expect("follow");
+    let delivery = NewDelivery {
+        inbox: "https://a.example/u/r/inbox".into(),
+        body: "{}".into(),
+        signer: ActorKind::Community,
+        signer_id: community.id,
+        key_id: "k".into(),
+    };
+    store.queue_deliveries(vec![delivery], pith::model::Timestamp(1_700_000_000)).await.expect("queue");
     let want = app.read_topic(topic, "old").await;
     let src_dir = app.stop().await;
     let src_db = src_dir.path().join("pith.db");

@@ -23,6 +23,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (8, include_str!("../../../migrations/postgres/0008_email.sql")),
     (9, include_str!("../../../migrations/postgres/0009_two_factor_and_deletion.sql")),
     (10, include_str!("../../../migrations/postgres/0010_media.sql")),
+    (11, include_str!("../../../migrations/postgres/0011_federation.sql")),
 ];
 
 /// Any number: every node takes this advisory lock to migrate, so nodes

@@ -6,6 +6,7 @@
 
 pub mod accounts;
 pub mod conn;
+pub mod federation;
 mod first_admin;
 pub mod inbox;
 pub mod lifecycle;
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 use deadpool_postgres::Pool;
 
+use crate::model::federation::{ActorKey, ActorKind, NewDelivery, QueuedDelivery, RemoteActor};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::{
     Ban, Blocks, Community, ConversationPage, InboxPage, Invite, MarkRead, Message, MessagePage, MessageReport,
@@ -550,6 +552,59 @@ impl Store for PgStore {
 
     async fn forget_media(&self, names: Vec<String>) -> StoreResult<usize> {
         write!(self, |c| media::forget(c, &names))
+    }
+
+    async fn actor_key(&self, kind: ActorKind, local_id: i64) -> StoreResult<Option<ActorKey>> {
+        let client = get(&self.pool).await?;
+        federation::actor_key(&client, kind, local_id).await
+    }
+
+    async fn put_actor_key(&self, kind: ActorKind, local_id: i64, key: ActorKey) -> StoreResult<ActorKey> {
+        write!(self, |c| federation::put_actor_key(c, kind, local_id, &key))
+    }
+
+    async fn remote_actor_by_key(&self, key_id: String) -> StoreResult<Option<RemoteActor>> {
+        let client = get(&self.pool).await?;
+        federation::remote_actor_by_key(&client, &key_id).await
+    }
+
+    async fn put_remote_actor(&self, actor: RemoteActor) -> StoreResult<()> {
+        write!(self, |c| federation::put_remote_actor(c, &actor))
+    }
+
+    async fn add_follower(&self, community_id: i64, actor_id: String, follow_id: String) -> StoreResult<()> {
+        write!(self, |c| federation::add_follower(c, community_id, &actor_id, &follow_id))
+    }
+
+    async fn remove_follower(&self, community_id: i64, actor_id: String) -> StoreResult<bool> {
+        write!(self, |c| federation::remove_follower(c, community_id, &actor_id))
+    }
+
+    async fn followers(&self, community_id: i64) -> StoreResult<Vec<RemoteActor>> {
+        let client = get(&self.pool).await?;
+        federation::followers(&client, community_id).await
+    }
+
+    async fn queue_deliveries(&self, new: Vec<NewDelivery>, now: Timestamp) -> StoreResult<()> {
+        write!(self, |c| federation::queue_deliveries(c, &new, now))
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now: Timestamp,
+        lease_secs: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<QueuedDelivery>> {
+        write!(self, |c| federation::claim_deliveries(c, now, lease_secs, limit))
+    }
+
+    async fn finish_delivery(&self, id: i64, outcome: Delivery) -> StoreResult<()> {
+        write!(self, |c| federation::finish_delivery(c, id, &outcome))
+    }
+
+    async fn queued_deliveries(&self) -> StoreResult<i64> {
+        let client = get(&self.pool).await?;
+        federation::queued_count(&client).await
     }
 
     async fn delete_user(&self, user_id: i64, fate: crate::model::ContentFate) -> StoreResult<Vec<i64>> {

@@ -7,6 +7,7 @@ pub mod accounts;
 mod backfill;
 mod checkpoint;
 pub mod conn;
+pub mod federation;
 mod first_admin;
 pub mod inbox;
 pub mod lifecycle;
@@ -30,6 +31,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::model::federation::{ActorKey, ActorKind, NewDelivery, QueuedDelivery, RemoteActor};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::{
     Ban, Blocks, Community, ConversationPage, InboxPage, Invite, MarkRead, Message, MessagePage, MessageReport,
@@ -645,6 +647,55 @@ impl Store for SqliteStore {
 
     async fn forget_media(&self, names: Vec<String>) -> StoreResult<usize> {
         self.writer.write(move |c| media::forget(c, &names)).await
+    }
+
+    async fn actor_key(&self, kind: ActorKind, local_id: i64) -> StoreResult<Option<ActorKey>> {
+        self.readers.read(move |c| federation::actor_key(c, kind, local_id)).await
+    }
+
+    async fn put_actor_key(&self, kind: ActorKind, local_id: i64, key: ActorKey) -> StoreResult<ActorKey> {
+        self.writer.write(move |c| federation::put_actor_key(c, kind, local_id, &key)).await
+    }
+
+    async fn remote_actor_by_key(&self, key_id: String) -> StoreResult<Option<RemoteActor>> {
+        self.readers.read(move |c| federation::remote_actor_by_key(c, &key_id)).await
+    }
+
+    async fn put_remote_actor(&self, actor: RemoteActor) -> StoreResult<()> {
+        self.writer.write(move |c| federation::put_remote_actor(c, &actor)).await
+    }
+
+    async fn add_follower(&self, community_id: i64, actor_id: String, follow_id: String) -> StoreResult<()> {
+        self.writer.write(move |c| federation::add_follower(c, community_id, &actor_id, &follow_id)).await
+    }
+
+    async fn remove_follower(&self, community_id: i64, actor_id: String) -> StoreResult<bool> {
+        self.writer.write(move |c| federation::remove_follower(c, community_id, &actor_id)).await
+    }
+
+    async fn followers(&self, community_id: i64) -> StoreResult<Vec<RemoteActor>> {
+        self.readers.read(move |c| federation::followers(c, community_id)).await
+    }
+
+    async fn queue_deliveries(&self, new: Vec<NewDelivery>, now: Timestamp) -> StoreResult<()> {
+        self.writer.write(move |c| federation::queue_deliveries(c, &new, now)).await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now: Timestamp,
+        lease_secs: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<QueuedDelivery>> {
+        self.writer.write(move |c| federation::claim_deliveries(c, now, lease_secs, limit)).await
+    }
+
+    async fn finish_delivery(&self, id: i64, outcome: Delivery) -> StoreResult<()> {
+        self.writer.write(move |c| federation::finish_delivery(c, id, &outcome)).await
+    }
+
+    async fn queued_deliveries(&self) -> StoreResult<i64> {
+        self.readers.read(federation::queued_count).await
     }
 
     async fn shutdown(&self) {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use pith::app::AppState;
 use pith::app::RateConfig;
+use pith::app::federation::FederationConfig;
 use pith::app::media::MediaConfig;
 use pith::live::LiveConfig;
 use pith::model::Username;
@@ -96,6 +97,40 @@ async fn serve_store<S: Store>(
     rate: &RateConfig,
     media: &MediaConfig,
 ) -> TestApp<S> {
+    serve_store_with(store, dir, request_timeout, rate, media, None).await
+}
+
+/// A server on SQLite with federation set (`--federation on`, loopback
+/// allowed), its public address its own.
+pub async fn spawn_federated_app() -> TestApp {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pith.db");
+    let store =
+        SqliteStore::open(&path, &SqliteOptions { readers: 2, ..SqliteOptions::default() }).expect("open store");
+    let fed = federation_on();
+    serve_store_with(store, dir, Duration::from_secs(30), &RateConfig::off(), &MediaConfig::default(), Some(&fed)).await
+}
+
+/// `spawn_federated_app` on the fresh PostgreSQL database `db`.
+pub async fn spawn_federated_pg_app(db: &crate::support::pg::TestDb) -> TestApp<pith::store::postgres::PgStore> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fed = federation_on();
+    let (rate, media) = (RateConfig::off(), MediaConfig::default());
+    serve_store_with(db.store().await, dir, Duration::from_secs(30), &rate, &media, Some(&fed)).await
+}
+
+fn federation_on() -> FederationConfig {
+    FederationConfig { federation: pith::metrics::config::Switch::On, federation_allow_private: true }
+}
+
+async fn serve_store_with<S: Store>(
+    store: S,
+    dir: tempfile::TempDir,
+    request_timeout: Duration,
+    rate: &RateConfig,
+    media: &MediaConfig,
+    federation: Option<&FederationConfig>,
+) -> TestApp<S> {
     // The first administrator is made the way `pith user add --admin` does.
     let admin = match store.create_user(Username::parse("admin").expect("name"), None, true).await {
         Ok(admin) => admin,
@@ -112,6 +147,10 @@ async fn serve_store<S: Store>(
     let (stop, stopped) = oneshot::channel::<()>();
     let state = AppState::with_config(store, 16 << 20, &LiveConfig::default(), rate);
     state.media.set(media, dir.path());
+    if let Some(federation) = federation {
+        pith::app::federation::start(&state, federation);
+        state.web.set_public_url(&addr, 0);
+    }
     let server = tokio::spawn(http::run(listener, state.clone(), request_timeout, async {
         let _ = stopped.await;
     }));

@@ -1,0 +1,175 @@
+//! The inboxes: a community's, a user's and the shared one. Every POST is
+//! read within `MAX_ACTIVITY_BYTES` (413 past it), its HTTP signature
+//! verified (401: `app::federation::actors::verify`), the activity's
+//! `actor` held to the signer (401), its JSON checked (400), and then
+//! acted on: `Follow` of a local community, and `Undo` of such a follow.
+//! Other activities are answered 202 and dropped, logged (phase 1 has not
+//! built them yet: docs/FEDERATION.md, "Not built").
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use http_body_util::{BodyExt, Limited};
+use serde_json::Value;
+
+use super::federation;
+use crate::app::federation::actors::{self, Inbound};
+use crate::app::federation::{follow, ids};
+use crate::app::{AppError, AppResult, AppState};
+use crate::model::Community;
+use crate::model::federation::RemoteActor;
+use crate::store::Store;
+
+/// The largest activity taken: Mastodon's and Lemmy's are a few KB; a
+/// long post with its source fits many times over.
+pub const MAX_ACTIVITY_BYTES: usize = 256 << 10;
+
+/// Whose inbox a request came to.
+enum Target {
+    Shared,
+    Community(String),
+    User(String),
+}
+
+pub async fn shared<S: Store>(
+    State(state): State<AppState<S>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> AppResult<Response> {
+    receive(state, Target::Shared, method, uri, headers, body).await
+}
+
+pub async fn community<S: Store>(
+    State(state): State<AppState<S>>,
+    Path(name): Path<String>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> AppResult<Response> {
+    receive(state, Target::Community(name), method, uri, headers, body).await
+}
+
+pub async fn user<S: Store>(
+    State(state): State<AppState<S>>,
+    Path(name): Path<String>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> AppResult<Response> {
+    receive(state, Target::User(name), method, uri, headers, body).await
+}
+
+fn bad(message: impl Into<String>) -> AppError {
+    AppError::BadRequest("bad_activity", message.into())
+}
+
+/// An id, whether given as a string or as an object carrying `id`.
+fn id_of(v: Option<&Value>) -> Option<&str> {
+    match v? {
+        Value::String(s) => Some(s),
+        Value::Object(o) => o.get("id").and_then(Value::as_str),
+        _ => None,
+    }
+}
+
+async fn receive<S: Store>(
+    state: AppState<S>,
+    target: Target,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> AppResult<Response> {
+    let fed = federation(&state)?;
+    match &target {
+        Target::Community(name) => {
+            state.store.community(name.clone()).await?;
+        }
+        Target::User(name) => {
+            state.store.profile(name.clone()).await?;
+        }
+        Target::Shared => {}
+    }
+    let body = match Limited::new(body, MAX_ACTIVITY_BYTES).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return Err(AppError::PayloadTooLarge(MAX_ACTIVITY_BYTES));
+        }
+        Err(e) => return Err(bad(format!("the body could not be read: {e}"))),
+    };
+    let path = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
+    let inbound = Inbound { method: method.as_str(), path_and_query: path, headers: &headers, body: &body };
+    let signer = actors::verify(&state, &fed, &inbound).await?;
+    let activity: Value = serde_json::from_slice(&body).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let kind = activity.get("type").and_then(Value::as_str).ok_or_else(|| bad("the activity has no type"))?;
+    let actor = id_of(activity.get("actor")).ok_or_else(|| bad("the activity has no actor"))?;
+    if actor != signer.id {
+        return Err(AppError::Rejected(
+            StatusCode::UNAUTHORIZED,
+            "actor_mismatch",
+            format!("the activity's actor {actor} is not its signer {}", signer.id),
+        ));
+    }
+    match kind {
+        "Follow" => {
+            let community = followed(&state, &target, id_of(activity.get("object"))).await?;
+            follow::follow(&state, &fed, &community, &signer, &activity).await?;
+        }
+        "Undo" => undo(&state, &target, &signer, activity.get("object")).await?,
+        other => tracing::info!(kind = other, actor, "activity not handled yet; dropped"),
+    }
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+/// The local community an activity's object names: one of ours, and the
+/// inbox's own when it came to a community's inbox. 404 for none.
+async fn followed<S: Store>(state: &AppState<S>, target: &Target, object: Option<&str>) -> AppResult<Community> {
+    let object = object.ok_or_else(|| bad("the Follow has no object"))?;
+    let prefix = format!("{}/ap/c/", state.web.public_url());
+    let name = object
+        .strip_prefix(&prefix)
+        .filter(|n| !n.is_empty() && !n.contains(['/', '?', '#']))
+        .ok_or_else(|| AppError::NotFound(format!("community {object}")))?;
+    if let Target::Community(inbox) = target
+        && !inbox.eq_ignore_ascii_case(name)
+    {
+        return Err(bad("a community's inbox takes follows of that community only"));
+    }
+    let community = state.store.community(name.to_owned()).await?;
+    if ids::community(&state.web.public_url(), &community.name) != object {
+        return Err(AppError::NotFound(format!("community {object}")));
+    }
+    Ok(community)
+}
+
+/// `Undo` of the signer's own `Follow`, given inline (as Mastodon, Lemmy
+/// and Fedify send it); anything else undone is dropped, logged.
+async fn undo<S: Store>(
+    state: &AppState<S>,
+    target: &Target,
+    signer: &RemoteActor,
+    object: Option<&Value>,
+) -> AppResult<()> {
+    let object = object.ok_or_else(|| bad("the Undo has no object"))?;
+    match object.get("type").and_then(Value::as_str) {
+        Some("Follow") => {
+            if id_of(object.get("actor")) != Some(signer.id.as_str()) {
+                return Err(bad("an Undo may undo only its actor's own Follow"));
+            }
+            let community = followed(state, target, id_of(object.get("object"))).await?;
+            match follow::unfollow(state, &community, signer).await {
+                Ok(_) | Err(AppError::NotFound(_)) => Ok(()),
+                Err(e) => Err(e),
+            }
+        }
+        _ => {
+            tracing::info!(actor = %signer.id, "undo of an activity not handled yet; dropped");
+            Ok(())
+        }
+    }
+}

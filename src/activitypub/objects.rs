@@ -1,0 +1,185 @@
+//! The documents of local actors and objects, shaped as Lemmy and PieFed
+//! read them (docs/FEDERATION.md cites the files): the site's
+//! `Application`, a `Group` per community (with its outbox, followers and
+//! moderators collections), a `Person` per user, a `Page` per topic and a
+//! `Note` per post. A browser asking an id is sent to its page.
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde_json::{Value, json};
+
+use super::{ap_json, federation, to_page, wants_page};
+use crate::app::federation::objects::{context, note_json, page_json, rfc3339};
+use crate::app::federation::{ids, keys};
+use crate::app::{AppError, AppResult, AppState};
+use crate::model::Community;
+use crate::model::federation::ActorKind;
+use crate::store::{ListTopics, Store, TopicSort};
+
+fn public_key(actor: &str, pem: &str) -> Value {
+    json!({"id": ids::key(actor), "owner": actor, "publicKeyPem": pem})
+}
+
+pub async fn site<S: Store>(State(state): State<AppState<S>>) -> AppResult<Response> {
+    federation(&state)?;
+    let base = state.web.public_url();
+    let id = ids::site(&base);
+    let key = keys::key_for(&state, ActorKind::Site, 0).await?;
+    Ok(ap_json(json!({
+        "@context": context(),
+        "id": id,
+        "type": "Application",
+        "preferredUsername": crate::model::federation::host_of(&base).unwrap_or("pith"),
+        "inbox": ids::shared_inbox(&base),
+        "endpoints": {"sharedInbox": ids::shared_inbox(&base)},
+        "publicKey": public_key(&id, &key.public_pem),
+    })))
+}
+
+/// A community's `Group` (Lemmy: crates/apub/apub/assets/lemmy/objects/group.json).
+pub fn group_json(base: &str, c: &Community, public_pem: &str) -> Value {
+    let id = ids::community(base, &c.name);
+    json!({
+        "@context": context(),
+        "id": id,
+        "type": "Group",
+        "preferredUsername": c.name,
+        "name": c.title,
+        "summary": crate::markdown::render(&c.description),
+        "source": {"content": c.description, "mediaType": "text/markdown"},
+        "mediaType": "text/html",
+        "sensitive": false,
+        "url": format!("{base}/c/{}", c.name),
+        "inbox": format!("{id}/inbox"),
+        "outbox": format!("{id}/outbox"),
+        "followers": format!("{id}/followers"),
+        "attributedTo": format!("{id}/moderators"),
+        "moderators": format!("{id}/moderators"),
+        "postingRestrictedToMods": false,
+        "endpoints": {"sharedInbox": ids::shared_inbox(base)},
+        "publicKey": public_key(&id, public_pem),
+        "published": rfc3339(c.created_at),
+    })
+}
+
+pub async fn group<S: Store>(
+    State(state): State<AppState<S>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> AppResult<Response> {
+    federation(&state)?;
+    let c = state.store.community(name).await?;
+    if wants_page(&headers) {
+        return Ok(to_page(&format!("/c/{}", c.name)));
+    }
+    let key = keys::key_for(&state, ActorKind::Community, c.id).await?;
+    Ok(ap_json(group_json(&state.web.public_url(), &c, &key.public_pem)))
+}
+
+/// The community's newest topics, each as the `Create` of its `Page`.
+pub async fn outbox<S: Store>(State(state): State<AppState<S>>, Path(name): Path<String>) -> AppResult<Response> {
+    federation(&state)?;
+    let base = state.web.public_url();
+    let c = state.store.community(name).await?;
+    let q = ListTopics {
+        community: Some(c.name.clone()),
+        sort: TopicSort::New,
+        after: None,
+        limit: 20,
+        hide_blocked_by: None,
+    };
+    let page = state.store.list_topics(q).await?;
+    let items: Vec<Value> = page
+        .topics
+        .iter()
+        .filter(|t| !t.deleted && !t.removed && t.author.is_some())
+        .map(|t| {
+            let page = page_json(&base, t);
+            json!({"id": format!("{}/create", ids::topic(&base, t.id)), "type": "Create",
+                   "actor": page["attributedTo"], "to": page["to"], "object": page})
+        })
+        .collect();
+    let id = format!("{}/outbox", ids::community(&base, &c.name));
+    Ok(ap_json(json!({
+        "@context": context(), "id": id, "type": "OrderedCollection",
+        "totalItems": items.len(), "orderedItems": items,
+    })))
+}
+
+/// Followers are counted, not listed (as Lemmy does).
+pub async fn followers<S: Store>(State(state): State<AppState<S>>, Path(name): Path<String>) -> AppResult<Response> {
+    federation(&state)?;
+    let c = state.store.community(name).await?;
+    let n = state.store.followers(c.id).await?.len();
+    let id = format!("{}/followers", ids::community(&state.web.public_url(), &c.name));
+    Ok(ap_json(json!({"@context": context(), "id": id, "type": "Collection", "totalItems": n, "items": []})))
+}
+
+pub async fn moderators<S: Store>(State(state): State<AppState<S>>, Path(name): Path<String>) -> AppResult<Response> {
+    federation(&state)?;
+    let base = state.web.public_url();
+    let c = state.store.community(name).await?;
+    let mods: Vec<String> =
+        state.store.moderators(c.name.clone()).await?.iter().map(|u| ids::user(&base, &u.name)).collect();
+    let id = format!("{}/moderators", ids::community(&base, &c.name));
+    Ok(ap_json(json!({
+        "@context": context(), "id": id, "type": "OrderedCollection",
+        "totalItems": mods.len(), "orderedItems": mods,
+    })))
+}
+
+pub async fn person<S: Store>(
+    State(state): State<AppState<S>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> AppResult<Response> {
+    federation(&state)?;
+    let user = state.store.profile(name).await?.user;
+    if wants_page(&headers) {
+        return Ok(to_page(&format!("/u/{}", user.name)));
+    }
+    let base = state.web.public_url();
+    let key = keys::key_for(&state, ActorKind::User, user.id).await?;
+    let id = ids::user(&base, &user.name);
+    Ok(ap_json(json!({
+        "@context": context(),
+        "id": id,
+        "type": "Person",
+        "preferredUsername": user.name,
+        "url": format!("{base}/u/{}", user.name),
+        "inbox": format!("{id}/inbox"),
+        "outbox": format!("{id}/outbox"),
+        "endpoints": {"sharedInbox": ids::shared_inbox(&base)},
+        "publicKey": public_key(&id, &key.public_pem),
+        "published": rfc3339(user.created_at),
+    })))
+}
+
+pub async fn page<S: Store>(
+    State(state): State<AppState<S>>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+) -> AppResult<Response> {
+    federation(&state)?;
+    let t = state.store.topic(id).await?;
+    if t.deleted || t.removed || t.author.is_none() {
+        return Err(AppError::not_found("topic"));
+    }
+    if wants_page(&headers) {
+        return Ok(to_page(&format!("/t/{}", t.id)));
+    }
+    Ok(ap_json(page_json(&state.web.public_url(), &t)))
+}
+
+pub async fn note<S: Store>(
+    State(state): State<AppState<S>>,
+    Path((topic, post)): Path<(i64, i64)>,
+) -> AppResult<Response> {
+    federation(&state)?;
+    let (t, p, _) = state.store.topic_post(topic, post, 0).await?;
+    if t.deleted || t.removed || p.deleted || p.removed || p.author.is_none() {
+        return Err(AppError::not_found("post"));
+    }
+    Ok(ap_json(note_json(&state.web.public_url(), &t, &p)))
+}

@@ -1,0 +1,89 @@
+//! Actors' RSA keys: made with the `rsa` crate (generation only, which no
+//! remote party can time), used with ring. Signing is a private-key
+//! operation, so it is ring's constant-time code, not `rsa`'s (whose
+//! RUSTSEC-2023-0071 is a timing leak in exactly those operations);
+//! `rsa` only reads remote actors' public keys, to hand ring the PKCS#1
+//! form it verifies with. docs/FEDERATION.md, "Crypto".
+
+use ring::signature::{RSA_PKCS1_2048_8192_SHA256, RSA_PKCS1_SHA256, RsaKeyPair, UnparsedPublicKey};
+use rsa::pkcs1::{DecodeRsaPublicKey, EncodeRsaPublicKey};
+use rsa::pkcs8::{DecodePublicKey, EncodePrivateKey, EncodePublicKey, LineEnding};
+
+use crate::app::{AppError, AppResult, AppState};
+use crate::model::federation::{ActorKey, ActorKind};
+use crate::store::Store;
+
+/// Bits of every key made here: what Mastodon, Lemmy and Fedify make.
+const BITS: usize = 2048;
+
+/// A new key pair (takes a fraction of a second: run it off the runtime).
+pub fn generate() -> Result<ActorKey, String> {
+    let mut rng = rsa::rand_core::OsRng;
+    let private = rsa::RsaPrivateKey::new(&mut rng, BITS).map_err(|e| format!("RSA key generation: {e}"))?;
+    let private_pem = private.to_pkcs8_pem(LineEnding::LF).map_err(|e| format!("PKCS#8: {e}"))?.as_str().to_owned();
+    let public_pem = private.to_public_key().to_public_key_pem(LineEnding::LF).map_err(|e| format!("SPKI: {e}"))?;
+    Ok(ActorKey { private_pem, public_pem })
+}
+
+/// The actor's key pair, made and stored the first time it is needed.
+pub async fn key_for<S: Store>(state: &AppState<S>, kind: ActorKind, local_id: i64) -> AppResult<ActorKey> {
+    if let Some(key) = state.store.actor_key(kind, local_id).await? {
+        return Ok(key);
+    }
+    let key = tokio::task::spawn_blocking(generate)
+        .await
+        .map_err(|e| AppError::Internal(format!("key task: {e}")))?
+        .map_err(AppError::Internal)?;
+    Ok(state.store.put_actor_key(kind, local_id, key).await?)
+}
+
+/// Signs `message` with RSASSA-PKCS1-v1_5 over SHA-256 (`rsa-sha256`).
+pub fn sign(private_pem: &str, message: &[u8]) -> Result<Vec<u8>, String> {
+    let (label, der) = rsa::pkcs8::der::pem::decode_vec(private_pem.as_bytes()).map_err(|e| format!("PEM: {e}"))?;
+    if label != "PRIVATE KEY" {
+        return Err(format!("expected a PKCS#8 PRIVATE KEY, found {label}"));
+    }
+    let pair = RsaKeyPair::from_pkcs8(&der).map_err(|e| format!("key: {e}"))?;
+    let mut signature = vec![0; pair.public().modulus_len()];
+    pair.sign(&RSA_PKCS1_SHA256, &ring::rand::SystemRandom::new(), message, &mut signature)
+        .map_err(|e| format!("sign: {e}"))?;
+    Ok(signature)
+}
+
+/// A public key as remote actors publish it (SPKI `PUBLIC KEY` PEM, or
+/// PKCS#1 `RSA PUBLIC KEY`), in the PKCS#1 DER ring verifies with.
+pub fn public_der(pem: &str) -> Result<Vec<u8>, String> {
+    let pem = pem.trim();
+    let key = if pem.starts_with("-----BEGIN RSA PUBLIC KEY-----") {
+        rsa::RsaPublicKey::from_pkcs1_pem(pem).map_err(|e| format!("PKCS#1 public key: {e}"))?
+    } else {
+        rsa::RsaPublicKey::from_public_key_pem(pem).map_err(|e| format!("public key: {e}"))?
+    };
+    Ok(key.to_pkcs1_der().map_err(|e| format!("PKCS#1: {e}"))?.as_bytes().to_vec())
+}
+
+/// Whether `signature` is `rsa-sha256` over `message` by the key `pem`.
+pub fn verify(pem: &str, message: &[u8], signature: &[u8]) -> bool {
+    match public_der(pem) {
+        Ok(der) => UnparsedPublicKey::new(&RSA_PKCS1_2048_8192_SHA256, der).verify(message, signature).is_ok(),
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_made_key_signs_what_its_public_half_verifies_and_nothing_else() {
+        let key = generate().expect("key");
+        assert!(key.private_pem.starts_with("-----BEGIN PRIVATE KEY-----"));
+        assert!(key.public_pem.starts_with("-----BEGIN PUBLIC KEY-----"));
+        let sig = sign(&key.private_pem, b"(request-target): post /inbox").expect("sign");
+        assert!(verify(&key.public_pem, b"(request-target): post /inbox", &sig));
+        assert!(!verify(&key.public_pem, b"(request-target): post /other", &sig));
+        let other = generate().expect("key");
+        assert!(!verify(&other.public_pem, b"(request-target): post /inbox", &sig));
+        assert!(!verify("not a key", b"x", &sig));
+    }
+}

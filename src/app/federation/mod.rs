@@ -1,0 +1,113 @@
+//! Federation over ActivityPub, phase 1 (docs/FEDERATION.md): the
+//! settings, the ids local actors and objects have, the actors' keys
+//! (`keys`), HTTP signatures (`signature`), outbound HTTP to other
+//! servers (`client`), the delivery queue's sender (`queue`), remote actors fetched and cached (`actors`), and
+//! what a remote `Follow` or `Undo` does (`follow`). The routes that
+//! serve all this are `crate::activitypub`'s.
+
+pub mod actors;
+pub mod client;
+pub mod follow;
+pub mod keys;
+pub mod objects;
+pub mod outbound;
+pub mod queue;
+pub mod signature;
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use crate::metrics::config::Switch;
+
+/// Federation's settings (flattened into `ServeConfig`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct FederationConfig {
+    /// Federate over ActivityPub (docs/FEDERATION.md): `on` publishes the
+    /// communities and users as actors under --public-url (WebFinger,
+    /// NodeInfo, `/ap/...`) and takes follows; `off` answers 404 on every
+    /// federation route.
+    #[arg(long = "federation", env = "PITH_FEDERATION", value_enum, default_value = "off")]
+    pub federation: Switch,
+
+    /// Let federation fetch from and deliver to private, loopback and
+    /// link-local addresses, and plain http. For tests on one machine;
+    /// never on a public server (a remote actor could make the server
+    /// fetch from the local network).
+    #[arg(long, env = "PITH_FEDERATION_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub federation_allow_private: bool,
+}
+
+impl Default for FederationConfig {
+    fn default() -> Self {
+        FederationConfig { federation: Switch::Off, federation_allow_private: false }
+    }
+}
+
+/// Set once, by `pith serve` (or a test), only when federation is on:
+/// unset, every federation route answers 404.
+#[derive(Default)]
+pub struct FederationSettings(OnceLock<Arc<Federation>>);
+
+/// Federation when on.
+pub struct Federation {
+    /// Outbound HTTP: fetches of actors, deliveries.
+    pub client: client::Client,
+    /// Wakes the delivery queue's sender when something is queued.
+    pub wake: queue::Wake,
+}
+
+impl FederationSettings {
+    pub fn set(&self, cfg: &FederationConfig) {
+        if cfg.federation == Switch::On {
+            let limits = client::Limits { allow_private: cfg.federation_allow_private, ..client::Limits::default() };
+            let fed = Federation { client: client::Client::new(limits), wake: queue::Wake::default() };
+            let _ = self.0.set(Arc::new(fed));
+        }
+    }
+
+    /// Federation, or `None` when it is off.
+    pub fn get(&self) -> Option<&Arc<Federation>> {
+        self.0.get()
+    }
+}
+
+/// Turns federation on when `cfg` says so, and starts the delivery
+/// queue's sender (which runs until the runtime stops).
+pub fn start<S: crate::store::Store>(state: &crate::app::AppState<S>, cfg: &FederationConfig) {
+    state.federation.set(cfg);
+    if let Some(fed) = state.federation.get() {
+        queue::start(state, fed.clone());
+    }
+}
+
+/// How long an outbound request (connect, send, read the answer) may take.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The ids of local actors and objects: stable `/ap/...` URLs under the
+/// site's public address, apart from the HTML pages (docs/FEDERATION.md,
+/// "Ids").
+pub mod ids {
+    pub fn community(base: &str, name: &str) -> String {
+        format!("{base}/ap/c/{name}")
+    }
+    pub fn user(base: &str, name: &str) -> String {
+        format!("{base}/ap/u/{name}")
+    }
+    /// The site's own actor (an `Application`), which signs fetches.
+    pub fn site(base: &str) -> String {
+        format!("{base}/ap/site")
+    }
+    pub fn topic(base: &str, id: i64) -> String {
+        format!("{base}/ap/t/{id}")
+    }
+    pub fn post(base: &str, id: i64) -> String {
+        format!("{base}/ap/p/{id}")
+    }
+    pub fn shared_inbox(base: &str) -> String {
+        format!("{base}/ap/inbox")
+    }
+    /// An actor's key, as `keyId` names it.
+    pub fn key(actor: &str) -> String {
+        format!("{actor}#main-key")
+    }
+}

@@ -1,0 +1,165 @@
+//! Federation's rows (migration 0012): local actors' keys, remote actors
+//! as fetched, communities' remote followers.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::conn::map_err;
+use crate::model::Timestamp;
+use crate::model::federation::{ActorKey, ActorKind, NewDelivery, QueuedDelivery, RemoteActor};
+use crate::model::mail::Delivery;
+use crate::store::{StoreError, StoreResult};
+
+const ACTOR_COLS: &str = "actor_id, inbox, shared_inbox, key_id, public_key_pem, name, fetched_at";
+
+fn actor_row(r: &Row<'_>) -> rusqlite::Result<RemoteActor> {
+    Ok(RemoteActor {
+        id: r.get(0)?,
+        inbox: r.get(1)?,
+        shared_inbox: r.get(2)?,
+        key_id: r.get(3)?,
+        public_key_pem: r.get(4)?,
+        name: r.get(5)?,
+        fetched_at: r.get(6)?,
+    })
+}
+
+pub fn actor_key(conn: &Connection, kind: ActorKind, local_id: i64) -> StoreResult<Option<ActorKey>> {
+    conn.prepare_cached("SELECT private_pem, public_pem FROM ap_keys WHERE kind = ?1 AND local_id = ?2")
+        .and_then(|mut s| {
+            s.query_row([kind.code(), local_id], |r| Ok(ActorKey { private_pem: r.get(0)?, public_pem: r.get(1)? }))
+                .optional()
+        })
+        .map_err(map_err)
+}
+
+pub fn put_actor_key(conn: &Connection, kind: ActorKind, local_id: i64, key: &ActorKey) -> StoreResult<ActorKey> {
+    conn.prepare_cached(
+        "INSERT INTO ap_keys (kind, local_id, private_pem, public_pem, created_at) VALUES (?1, ?2, ?3, ?4, ?5) \
+         ON CONFLICT DO NOTHING",
+    )
+    .and_then(|mut s| s.execute(params![kind.code(), local_id, key.private_pem, key.public_pem, Timestamp::now().0]))
+    .map_err(map_err)?;
+    actor_key(conn, kind, local_id)?.ok_or(StoreError::NotFound("actor key"))
+}
+
+pub fn remote_actor_by_key(conn: &Connection, key_id: &str) -> StoreResult<Option<RemoteActor>> {
+    conn.prepare_cached(&format!("SELECT {ACTOR_COLS} FROM ap_actors WHERE key_id = ?1"))
+        .and_then(|mut s| s.query_row([key_id], actor_row).optional())
+        .map_err(map_err)
+}
+
+pub fn put_remote_actor(conn: &Connection, a: &RemoteActor) -> StoreResult<()> {
+    conn.prepare_cached(&format!(
+        "INSERT INTO ap_actors ({ACTOR_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+         ON CONFLICT (actor_id) DO UPDATE SET inbox = excluded.inbox, shared_inbox = excluded.shared_inbox, \
+         key_id = excluded.key_id, public_key_pem = excluded.public_key_pem, name = excluded.name, \
+         fetched_at = excluded.fetched_at"
+    ))
+    .and_then(|mut s| {
+        s.execute(params![a.id, a.inbox, a.shared_inbox, a.key_id, a.public_key_pem, a.name, a.fetched_at])
+    })
+    .map_err(map_err)?;
+    Ok(())
+}
+
+pub fn add_follower(conn: &Connection, community_id: i64, actor_id: &str, follow_id: &str) -> StoreResult<()> {
+    let n = conn
+        .prepare_cached(
+            "INSERT INTO ap_followers (community_id, actor, follow_id, created_at) \
+             SELECT ?1, id, ?3, ?4 FROM ap_actors WHERE actor_id = ?2 \
+             ON CONFLICT (community_id, actor) DO UPDATE SET follow_id = excluded.follow_id",
+        )
+        .and_then(|mut s| s.execute(params![community_id, actor_id, follow_id, Timestamp::now().0]))
+        .map_err(map_err)?;
+    if n == 0 {
+        return Err(StoreError::NotFound("remote actor"));
+    }
+    Ok(())
+}
+
+pub fn remove_follower(conn: &Connection, community_id: i64, actor_id: &str) -> StoreResult<bool> {
+    let n = conn
+        .prepare_cached(
+            "DELETE FROM ap_followers WHERE community_id = ?1 \
+             AND actor = (SELECT id FROM ap_actors WHERE actor_id = ?2)",
+        )
+        .and_then(|mut s| s.execute(params![community_id, actor_id]))
+        .map_err(map_err)?;
+    Ok(n > 0)
+}
+
+pub fn followers(conn: &Connection, community_id: i64) -> StoreResult<Vec<RemoteActor>> {
+    let cols = ACTOR_COLS.split(", ").map(|c| format!("a.{c}")).collect::<Vec<_>>().join(", ");
+    conn.prepare_cached(&format!(
+        "SELECT {cols} FROM ap_followers f JOIN ap_actors a ON a.id = f.actor \
+         WHERE f.community_id = ?1 ORDER BY f.created_at, a.id"
+    ))
+    .and_then(|mut s| s.query_map([community_id], actor_row)?.collect())
+    .map_err(map_err)
+}
+
+pub fn queue_deliveries(conn: &Connection, new: &[NewDelivery], now: Timestamp) -> StoreResult<()> {
+    for d in new {
+        conn.prepare_cached(
+            "INSERT INTO ap_deliveries (inbox, body, signer_kind, signer_id, key_id, next_at, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+        )
+        .and_then(|mut s| s.execute(params![d.inbox, d.body, d.signer.code(), d.signer_id, d.key_id, now.0]))
+        .map_err(map_err)?;
+    }
+    Ok(())
+}
+
+/// A queue row's columns: id, inbox, body, signer kind, signer id,
+/// key id, attempts, created_at.
+pub type QueuedRow = (i64, String, String, i64, i64, String, i64, i64);
+
+fn queued_row(r: &Row<'_>) -> rusqlite::Result<QueuedRow> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+}
+
+pub fn claim_deliveries(
+    conn: &Connection,
+    now: Timestamp,
+    lease_secs: i64,
+    limit: usize,
+) -> StoreResult<Vec<QueuedDelivery>> {
+    let rows = conn
+        .prepare_cached(
+            "UPDATE ap_deliveries SET next_at = ?2 WHERE id IN \
+             (SELECT id FROM ap_deliveries WHERE next_at <= ?1 ORDER BY next_at, id LIMIT ?3) \
+             RETURNING id, inbox, body, signer_kind, signer_id, key_id, attempts, created_at",
+        )
+        .and_then(|mut s| {
+            s.query_map(params![now.0, now.0 + lease_secs, limit as i64], queued_row)?.collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(map_err)?;
+    Ok(rows.into_iter().filter_map(queued).collect())
+}
+
+/// A row as a delivery; `None` for a signer kind this build does not know.
+pub fn queued((id, inbox, body, kind, signer_id, key_id, attempts, created_at): QueuedRow) -> Option<QueuedDelivery> {
+    let signer = ActorKind::from_code(kind)?;
+    Some(QueuedDelivery { id, delivery: NewDelivery { inbox, body, signer, signer_id, key_id }, attempts, created_at })
+}
+
+pub fn finish_delivery(conn: &Connection, id: i64, outcome: &Delivery) -> StoreResult<()> {
+    match outcome {
+        Delivery::Sent | Delivery::Failed { .. } => {
+            conn.prepare_cached("DELETE FROM ap_deliveries WHERE id = ?1").and_then(|mut s| s.execute([id]))
+        }
+        Delivery::Retry { at, error } => conn
+            .prepare_cached(
+                "UPDATE ap_deliveries SET attempts = attempts + 1, next_at = ?2, last_error = ?3 WHERE id = ?1",
+            )
+            .and_then(|mut s| s.execute(params![id, at.0, error])),
+    }
+    .map_err(map_err)?;
+    Ok(())
+}
+
+pub fn queued_count(conn: &Connection) -> StoreResult<i64> {
+    conn.prepare_cached("SELECT count(*) FROM ap_deliveries")
+        .and_then(|mut s| s.query_row([], |r| r.get(0)))
+        .map_err(map_err)
+}

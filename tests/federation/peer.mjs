@@ -1,0 +1,161 @@
+// A Fedify peer (@fedify/fedify, pinned in package.json) on 127.0.0.1 that
+// federates with a running Pith: one Person, "alice", that discovers a Pith
+// community by WebFinger, NodeInfo and its actor document, follows it with
+// a signed Follow, and takes Pith's Accept only after Fedify itself has
+// verified its HTTP signature (skipSignatureVerification is never set);
+// receives the Group's Announce of a topic posted on Pith (signed too);
+// then undoes the follow. Every step checks what it got and exits 1 with
+// the reason on the first failure. Run by tests/federation/run.sh:
+//   PITH_ADMIN_TOKEN=... node peer.mjs PITH_URL COMMUNITY
+import http from "node:http";
+import {
+  Accept, Announce, Create, createFederation, Endpoints, Follow, generateCryptoKeyPair, getNodeInfo, Group, MemoryKvStore,
+  Page, Person, Undo,
+} from "@fedify/fedify";
+
+const [pith, community] = process.argv.slice(2);
+if (!pith || !community) fail("usage: node peer.mjs PITH_URL COMMUNITY");
+const pithHost = new URL(pith).host;
+
+function fail(why) {
+  console.error(`peer: FAIL: ${why}`);
+  process.exit(1);
+}
+function step(what) {
+  console.log(`peer: ok: ${what}`);
+}
+function within(ms, promise, what) {
+  return Promise.race([promise, new Promise((_, no) => setTimeout(() => no(new Error(`timed out: ${what}`)), ms))]);
+}
+
+// Loopback and plain http are private addresses to Fedify: allowed here,
+// as --federation-allow-private allows them to Pith.
+const federation = createFederation({ kv: new MemoryKvStore(), allowPrivateAddress: true });
+const keys = await generateCryptoKeyPair("RSASSA-PKCS1-v1_5");
+const accepted = [];
+let onAccept = () => {};
+let onAnnounce = () => {};
+
+federation
+  .setActorDispatcher("/users/{identifier}", async (ctx, identifier) => {
+    if (identifier !== "alice") return null;
+    const [pair] = await ctx.getActorKeyPairs(identifier);
+    return new Person({
+      id: ctx.getActorUri(identifier),
+      preferredUsername: identifier,
+      name: "Alice of Fedify",
+      inbox: ctx.getInboxUri(identifier),
+      endpoints: new Endpoints({ sharedInbox: ctx.getInboxUri() }),
+      publicKey: pair.cryptographicKey,
+    });
+  })
+  .setKeyPairsDispatcher(async (_ctx, identifier) => (identifier === "alice" ? [keys] : []));
+
+federation.setInboxListeners("/users/{identifier}/inbox", "/inbox").on(Accept, async (_ctx, accept) => {
+  // Only reached once Fedify has verified the request's signature against
+  // the key of the actor that signed it, fetched from Pith.
+  accepted.push(accept);
+  onAccept(accept);
+}).on(Announce, async (_ctx, announce) => {
+  onAnnounce(announce);
+});
+
+const server = http.createServer(async (req, res) => {
+  const chunks = [];
+  for await (const chunk of req) chunks.push(chunk);
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  const request = new Request(new URL(req.url, `http://${req.headers.host}`), {
+    method: req.method,
+    headers,
+    body: req.method === "GET" || req.method === "HEAD" ? undefined : Buffer.concat(chunks),
+  });
+  const response = await federation.fetch(request, { contextData: undefined });
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  res.end(Buffer.from(await response.arrayBuffer()));
+});
+await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+const base = `http://127.0.0.1:${server.address().port}`;
+const ctx = federation.createContext(new URL(base), undefined);
+const alice = ctx.getActorUri("alice");
+step(`Fedify peer listening at ${base}, actor ${alice.href}`);
+
+try {
+  // Discovery: WebFinger by acct:, as any server resolves !community@host.
+  const wf = await fetch(`${pith}/.well-known/webfinger?resource=acct:${community}@${pithHost}`);
+  if (wf.status !== 200) fail(`WebFinger answered ${wf.status}`);
+  const jrd = await wf.json();
+  const self = jrd.links?.find((l) => l.rel === "self" && l.type === "application/activity+json");
+  if (!self?.href) fail(`WebFinger has no self link: ${JSON.stringify(jrd)}`);
+  step(`WebFinger acct:${community}@${pithHost} -> ${self.href}`);
+
+  const info = await getNodeInfo(pith, { allowPrivateAddress: true });
+  if (info?.software?.name !== "pith" || !info.protocols?.includes("activitypub")) {
+    fail(`NodeInfo not understood: ${JSON.stringify(info)}`);
+  }
+  step(`NodeInfo: ${info.software.name} ${info.software.version?.major}.${info.software.version?.minor}, protocols ${info.protocols}`);
+
+  // The actor document, parsed by Fedify's own vocabulary.
+  const group = await ctx.lookupObject(self.href);
+  if (!(group instanceof Group)) fail(`${self.href} is not a Group: ${group?.constructor?.name}`);
+  const key = await group.getPublicKey();
+  if (!group.inboxId || !group.followersId || !key?.publicKey) fail("the Group lacks an inbox, followers or key");
+  step(`Group ${group.id.href}: inbox ${group.inboxId.href}, key ${key.id.href}`);
+
+  // Follow, signed by Fedify; Pith verifies it and answers with an Accept.
+  const follow = new Follow({ id: new URL(`${base}/follows/1`), actor: alice, object: group.id });
+  const gotAccept = new Promise((ok) => (onAccept = ok));
+  await ctx.sendActivity({ identifier: "alice" }, group, follow);
+  step("Follow delivered (Pith answered 2xx)");
+  const accept = await within(15000, gotAccept, "Pith's Accept");
+  if (accept.actorId?.href !== group.id.href) fail(`Accept from ${accept.actorId?.href}, not the Group`);
+  const object = await accept.getObject();
+  if (!(object instanceof Follow) || object.id?.href !== follow.id.href) fail("the Accept does not accept our Follow");
+  step("Accept received, its HTTP signature verified by Fedify, accepting our Follow");
+
+  // Fedify does verify: an unsigned Accept to the same inbox is refused.
+  const forged = await fetch(`${base}/users/alice/inbox`, {
+    method: "POST",
+    headers: { "content-type": "application/activity+json" },
+    body: JSON.stringify(await accept.toJsonLd()),
+  });
+  if (forged.status < 400) fail(`an unsigned Accept was taken (${forged.status})`);
+  if (accepted.length !== 1) fail(`${accepted.length} Accepts taken`);
+  step(`an unsigned copy of the Accept is refused (${forged.status})`);
+
+  const followers = await (await fetch(group.followersId, { headers: { accept: "application/activity+json" } })).json();
+  if (followers.totalItems !== 1) fail(`followers: ${JSON.stringify(followers)}`);
+  step("Pith counts 1 follower");
+
+  // A topic posted on Pith reaches the follower as the Group's Announce
+  // of its author's Create(Page), signed by the Group.
+  const gotAnnounce = new Promise((ok) => (onAnnounce = ok));
+  const posted = await fetch(`${pith}/api/v1/communities/${community}/topics`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${process.env.PITH_ADMIN_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ title: "Hello, Fediverse", body: "Posted on *Pith*" }),
+  });
+  if (posted.status !== 201) fail(`posting a topic on Pith answered ${posted.status}`);
+  const announce = await within(20000, gotAnnounce, "the Group's Announce");
+  if (announce.actorId?.href !== group.id.href) fail(`Announce from ${announce.actorId?.href}, not the Group`);
+  const create = await announce.getObject();
+  if (!(create instanceof Create)) fail(`the Announce wraps a ${create?.constructor?.name}, not a Create`);
+  const page = await create.getObject();
+  if (!(page instanceof Page) || page.name?.toString() !== "Hello, Fediverse") {
+    fail(`the Create carries ${page?.constructor?.name} ${page?.name}`);
+  }
+  step(`Announce(Create(Page "${page.name}")) received from the Group, its signature verified by Fedify`);
+
+  await ctx.sendActivity({ identifier: "alice" }, group, new Undo({ id: new URL(`${base}/follows/1/undo`), actor: alice, object: follow }));
+  const after = await (await fetch(group.followersId, { headers: { accept: "application/activity+json" } })).json();
+  if (after.totalItems !== 0) fail(`followers after Undo: ${JSON.stringify(after)}`);
+  step("Undo(Follow) delivered; Pith counts 0 followers");
+  console.log("peer: all steps passed");
+} catch (e) {
+  fail(e?.stack ?? String(e));
+} finally {
+  server.close();
+}
+process.exit(0);

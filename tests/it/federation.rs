@@ -1,0 +1,494 @@
+//! Federation (docs/FEDERATION.md), over real sockets: off by default with
+//! every route a 404; WebFinger, NodeInfo and the actor and object
+//! documents; the inbox's HTTP signature checks, each refusal; a Follow
+//! from a remote actor (a small ActivityPub server run here, with its own
+//! key) accepted by a signed Accept delivered to its inbox, and its Undo;
+//! the delivery queue (leases, retries, a restart); on SQLite and
+//! PostgreSQL. tests/federation/run.sh does the same against
+//! Fedify.
+
+use std::sync::{Arc, Mutex};
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::{get, post};
+use pith::app::federation::{keys, signature};
+use pith::model::Timestamp;
+use pith::model::federation::{ActorKey, ActorKind, NewDelivery};
+use pith::model::mail::Delivery;
+use pith::store::Store;
+use pith::store::sqlite::{SqliteOptions, SqliteStore};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::helpers::{Reply, TestApp, fetch, spawn_app, spawn_federated_app, spawn_federated_pg_app};
+use crate::support::pg::TestDb;
+
+const AP: &str = "application/activity+json";
+
+#[tokio::test]
+async fn with_federation_off_every_federation_route_is_an_unknown_path() {
+    let app = spawn_app().await;
+    app.community("rust").await;
+    let unknown = fetch(app.req(Method::GET, "/no/such/route")).await;
+    assert_eq!(unknown.status, 404);
+    for path in [
+        "/.well-known/webfinger?resource=acct:rust@localhost",
+        "/.well-known/nodeinfo",
+        "/nodeinfo/2.1",
+        "/ap/c/rust",
+        "/ap/site",
+        "/ap/u/admin",
+    ] {
+        let r = fetch(app.req(Method::GET, path).header("accept", AP)).await;
+        assert_eq!(r.status, 404, "{path}");
+        assert_eq!(r.json()["error"]["code"], "not_found", "{path}");
+    }
+    for path in ["/ap/inbox", "/ap/c/rust/inbox"] {
+        let r = fetch(app.req(Method::POST, path).header("content-type", AP).body("{}")).await;
+        assert_eq!(r.status, 404, "{path}");
+    }
+    assert!(app.state.store.actor_key(pith::model::federation::ActorKind::Community, 1).await.expect("read").is_none());
+}
+
+/// What a remote inbox was sent: each request's headers and body.
+type Received = Arc<Mutex<Vec<(HeaderMap, Vec<u8>)>>>;
+
+/// A remote ActivityPub server: one actor with its own key, whose inbox
+/// keeps what it is sent.
+struct Remote {
+    base: String,
+    key: ActorKey,
+    received: Received,
+}
+
+impl Remote {
+    async fn start() -> Remote {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let key = keys::generate().expect("key");
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let actor = json!({
+            "@context": ["https://www.w3.org/ns/activitystreams", "https://w3id.org/security/v1"],
+            "id": format!("{base}/users/remote"), "type": "Person", "preferredUsername": "remote",
+            "inbox": format!("{base}/users/remote/inbox"),
+            "publicKey": {"id": format!("{base}/users/remote#main-key"), "owner": format!("{base}/users/remote"),
+                          "publicKeyPem": key.public_pem},
+        });
+        let router = axum::Router::new()
+            .route("/users/remote", get(move || std::future::ready(axum::Json(actor.clone()))))
+            .route(
+                "/users/remote/inbox",
+                post(|State(got): State<Received>, headers: HeaderMap, body: axum::body::Bytes| async move {
+                    got.lock().expect("lock").push((headers, body.to_vec()));
+                    axum::http::StatusCode::ACCEPTED
+                }),
+            )
+            .with_state(received.clone());
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        Remote { base, key, received }
+    }
+
+    fn actor(&self) -> String {
+        format!("{}/users/remote", self.base)
+    }
+
+    /// Posts `body` to `path` of `app`, signed by this actor's key (or
+    /// `with` instead), with `tweak` applied to the signed headers.
+    async fn post<S: Store>(
+        &self,
+        app: &TestApp<S>,
+        path: &str,
+        body: &[u8],
+        with: Option<&ActorKey>,
+        tweak: impl FnOnce(&mut Vec<(&'static str, String)>),
+    ) -> Reply {
+        let host = app.addr.trim_start_matches("http://");
+        let key = with.unwrap_or(&self.key);
+        let key_id = format!("{}#main-key", self.actor());
+        let mut headers =
+            signature::sign_request(&key_id, &key.private_pem, "POST", host, path, Some(body)).expect("sign");
+        tweak(&mut headers);
+        let mut req = app.req(Method::POST, path).header("content-type", AP).body(body.to_vec());
+        for (name, value) in headers {
+            req = req.header(name, value);
+        }
+        fetch(req).await
+    }
+
+    async fn wait_for(&self, n: usize) -> Vec<(HeaderMap, Vec<u8>)> {
+        for _ in 0..200 {
+            let got = self.received.lock().expect("lock").clone();
+            if got.len() >= n {
+                return got;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("the remote inbox did not get {n} deliveries");
+    }
+}
+
+async fn get_ap<S: Store>(app: &TestApp<S>, path: &str) -> Reply {
+    fetch(app.req(Method::GET, path).header("accept", AP)).await
+}
+
+async fn discovery_and_documents<S: Store>(app: TestApp<S>) {
+    app.community("rust").await;
+    app.community("clash").await;
+    let ferris = app.user("ferris").await;
+    app.user("clash").await;
+    let base = app.addr.clone();
+    let host = base.trim_start_matches("http://");
+
+    let wf = fetch(app.req(Method::GET, &format!("/.well-known/webfinger?resource=acct:rust@{host}"))).await;
+    assert_eq!(wf.status, 200, "{:?}", wf.json());
+    assert_eq!(wf.header("content-type"), Some("application/jrd+json"));
+    let links = wf.json()["links"].clone();
+    assert_eq!(links[1]["href"], format!("{base}/ap/c/rust"));
+    assert_eq!(links[1]["properties"]["https://www.w3.org/ns/activitystreams#type"], "Group");
+    assert_eq!(links[0]["href"], format!("{base}/c/rust"));
+
+    // A name both a user's and a community's: both, the Group last; `!`
+    // and `@` pick one; the actor's id names it too.
+    let kinds = |r: &Reply| -> Vec<String> {
+        r.json()["links"]
+            .as_array()
+            .expect("links")
+            .iter()
+            .filter(|l| l["rel"] == "self")
+            .map(|l| l["properties"]["https://www.w3.org/ns/activitystreams#type"].as_str().expect("type").to_owned())
+            .collect()
+    };
+    let both = fetch(app.req(Method::GET, &format!("/.well-known/webfinger?resource=acct:clash@{host}"))).await;
+    assert_eq!(kinds(&both), ["Person", "Group"]);
+    let group = fetch(app.req(Method::GET, &format!("/.well-known/webfinger?resource=acct:!clash@{host}"))).await;
+    assert_eq!(kinds(&group), ["Group"]);
+    let person = fetch(app.req(Method::GET, &format!("/.well-known/webfinger?resource=acct:@clash@{host}"))).await;
+    assert_eq!(kinds(&person), ["Person"]);
+    let by_id = fetch(app.req(Method::GET, &format!("/.well-known/webfinger?resource={base}/ap/c/clash"))).await;
+    assert_eq!(kinds(&by_id), ["Group"]);
+    for (query, status) in [
+        ("resource=acct:rust@elsewhere.example", 404),
+        ("resource=acct:nobody@HOST", 404),
+        ("", 400),
+        ("resource=rust", 400),
+    ] {
+        let r = fetch(app.req(Method::GET, &format!("/.well-known/webfinger?{}", query.replace("HOST", host)))).await;
+        assert_eq!(r.status, status, "{query}: {:?}", r.json());
+    }
+
+    let links = fetch(app.req(Method::GET, "/.well-known/nodeinfo")).await.json();
+    assert_eq!(links["links"][0]["href"], format!("{base}/nodeinfo/2.1"));
+    let info = fetch(app.req(Method::GET, "/nodeinfo/2.1")).await.json();
+    assert_eq!((info["version"].as_str(), info["software"]["name"].as_str()), (Some("2.1"), Some("pith")));
+    assert_eq!(info["protocols"], json!(["activitypub"]));
+
+    let g = get_ap(&app, "/ap/c/rust").await;
+    assert_eq!((g.status, g.header("content-type"), g.header("vary")), (200, Some(AP), Some("Accept")));
+    let g = g.json();
+    let id = format!("{base}/ap/c/rust");
+    assert_eq!(g["type"], "Group");
+    assert_eq!(g["id"], id);
+    assert_eq!(g["preferredUsername"], "rust");
+    assert_eq!(g["name"], "The rust");
+    for (field, want) in
+        [("inbox", "/inbox"), ("outbox", "/outbox"), ("followers", "/followers"), ("attributedTo", "/moderators")]
+    {
+        assert_eq!(g[field], format!("{id}{want}"), "{field}");
+    }
+    assert_eq!(g["endpoints"]["sharedInbox"], format!("{base}/ap/inbox"));
+    assert_eq!(g["publicKey"]["id"], format!("{id}#main-key"));
+    assert_eq!(g["publicKey"]["owner"], id);
+    let pem = g["publicKey"]["publicKeyPem"].as_str().expect("pem").to_owned();
+    keys::public_der(&pem).expect("an RSA public key");
+    // The key is made once and kept.
+    assert_eq!(get_ap(&app, "/ap/c/rust").await.json()["publicKey"]["publicKeyPem"], pem);
+    let mods = get_ap(&app, "/ap/c/rust/moderators").await.json();
+    assert_eq!(mods["orderedItems"], json!([format!("{base}/ap/u/admin")]));
+
+    // A browser asking the id is sent to the page.
+    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let page = fetch(no_redirects.get(app.url("/ap/c/rust")).header("accept", "text/html,application/xhtml+xml")).await;
+    assert_eq!((page.status, page.header("location"), page.header("vary")), (303, Some("/c/rust"), Some("Accept")));
+    let ld = fetch(
+        app.req(Method::GET, "/ap/c/rust")
+            .header("accept", "application/ld+json; profile=\"https://www.w3.org/ns/activitystreams\""),
+    )
+    .await;
+    assert_eq!(ld.json()["type"], "Group");
+
+    let p = get_ap(&app, "/ap/u/ferris").await.json();
+    assert_eq!((p["type"].as_str(), p["preferredUsername"].as_str()), (Some("Person"), Some("ferris")));
+    assert_eq!(p["inbox"], format!("{base}/ap/u/ferris/inbox"));
+    assert_ne!(p["publicKey"]["publicKeyPem"], pem, "each actor has its own key");
+    assert_eq!(get_ap(&app, "/ap/c/nope").await.status, 404);
+    assert_eq!(get_ap(&app, "/ap/u/nope").await.status, 404);
+
+    let topic = app.topic("rust", &ferris, "Borrowing").await;
+    let post = app.reply(topic, &ferris, None, "a *reply*").await;
+    let reply = app.reply(topic, &ferris, Some(post), "deeper").await;
+    let t = get_ap(&app, &format!("/ap/t/{topic}")).await.json();
+    assert_eq!((t["type"].as_str(), t["name"].as_str()), (Some("Page"), Some("Borrowing")));
+    assert_eq!(t["audience"], id);
+    assert_eq!(t["attributedTo"], format!("{base}/ap/u/ferris"));
+    let n = get_ap(&app, &format!("/ap/t/{topic}/p/{post}")).await.json();
+    assert_eq!(n["type"], "Note");
+    assert_eq!(n["inReplyTo"], format!("{base}/ap/t/{topic}"));
+    assert_eq!(n["content"], "<p>a <em>reply</em></p>\n");
+    let deeper = get_ap(&app, &format!("/ap/t/{topic}/p/{reply}")).await.json();
+    assert_eq!(deeper["inReplyTo"], format!("{base}/ap/t/{topic}/p/{post}"));
+    let outbox = get_ap(&app, "/ap/c/rust/outbox").await.json();
+    assert_eq!(outbox["orderedItems"][0]["object"]["id"], format!("{base}/ap/t/{topic}"));
+    let site = get_ap(&app, "/ap/site").await.json();
+    assert_eq!(site["type"], "Application");
+}
+
+#[tokio::test]
+async fn webfinger_nodeinfo_and_actor_documents_on_sqlite() {
+    discovery_and_documents(spawn_federated_app().await).await;
+}
+
+#[tokio::test]
+async fn webfinger_nodeinfo_and_actor_documents_on_postgres() {
+    let db = TestDb::create().await;
+    discovery_and_documents(spawn_federated_pg_app(&db).await).await;
+}
+
+fn follow(remote: &Remote, object: &str) -> Value {
+    json!({"@context": "https://www.w3.org/ns/activitystreams", "id": format!("{}/follows/1", remote.base),
+           "type": "Follow", "actor": remote.actor(), "object": object})
+}
+
+async fn followers<S: Store>(app: &TestApp<S>) -> i64 {
+    get_ap(app, "/ap/c/rust/followers").await.json()["totalItems"].as_i64().expect("count")
+}
+
+async fn inbox_checks_and_follows<S: Store>(app: TestApp<S>) {
+    app.community("rust").await;
+    let remote = Remote::start().await;
+    let group = format!("{}/ap/c/rust", app.addr);
+    let body = serde_json::to_vec(&follow(&remote, &group)).expect("json");
+    let path = "/ap/c/rust/inbox";
+    let code = |r: &Reply| (r.status, r.json()["error"]["code"].as_str().unwrap_or("").to_owned());
+
+    let unsigned = fetch(app.req(Method::POST, path).header("content-type", AP).body(body.clone())).await;
+    assert_eq!(code(&unsigned), (401, "bad_signature".into()));
+    let stranger = keys::generate().expect("key");
+    let wrong_key = remote.post(&app, path, &body, Some(&stranger), |_| {}).await;
+    assert_eq!(code(&wrong_key), (401, "bad_signature".into()));
+    let stale = remote
+        .post(&app, path, &body, None, |h| {
+            let old = httpdate::fmt_http_date(std::time::SystemTime::now() - std::time::Duration::from_secs(7200));
+            h.iter_mut().filter(|(n, _)| *n == "date").for_each(|(_, v)| *v = old.clone());
+        })
+        .await;
+    assert_eq!(code(&stale), (401, "bad_signature".into()));
+    let digest = remote
+        .post(&app, path, &body, None, |h| {
+            h.iter_mut().filter(|(n, _)| *n == "digest").for_each(|(_, v)| *v = signature::digest(b"other"));
+        })
+        .await;
+    assert_eq!(code(&digest), (401, "bad_signature".into()));
+    let huge = vec![b' '; 300 << 10];
+    let too_large = remote.post(&app, path, &huge, None, |_| {}).await;
+    assert_eq!(code(&too_large), (413, "payload_too_large".into()));
+    let not_json = remote.post(&app, path, b"{not json", None, |_| {}).await;
+    assert_eq!(code(&not_json), (400, "bad_activity".into()));
+    let mut impostor = follow(&remote, &group);
+    impostor["actor"] = json!("http://127.0.0.1:1/users/someone-else");
+    let impostor = remote.post(&app, path, &serde_json::to_vec(&impostor).expect("json"), None, |_| {}).await;
+    assert_eq!(code(&impostor), (401, "actor_mismatch".into()));
+    let elsewhere = serde_json::to_vec(&follow(&remote, &format!("{}/ap/c/nope", app.addr))).expect("json");
+    assert_eq!(remote.post(&app, "/ap/inbox", &elsewhere, None, |_| {}).await.status, 404);
+    assert_eq!(followers(&app).await, 0);
+    assert!(remote.received.lock().expect("lock").is_empty());
+
+    // A real Follow: 202, stored, and a signed Accept delivered.
+    let ok = remote.post(&app, path, &body, None, |_| {}).await;
+    assert_eq!(ok.status, 202, "{:?}", ok.json());
+    assert_eq!(followers(&app).await, 1);
+    let got = remote.wait_for(1).await;
+    let (headers, accept_body) = &got[0];
+    let accept: Value = serde_json::from_slice(accept_body).expect("json");
+    assert_eq!(accept["type"], "Accept");
+    assert_eq!(accept["actor"], group);
+    assert_eq!(accept["object"]["id"], format!("{}/follows/1", remote.base));
+    assert_eq!(accept["object"]["type"], "Follow");
+    // Its signature is the Group's, over the delivery as sent.
+    let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let sig = signature::parse(&header("signature").expect("signed")).expect("parses");
+    assert_eq!(sig.key_id, format!("{group}#main-key"));
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    signature::check(&sig, header("date").as_deref(), header("digest").as_deref(), Some(accept_body.as_slice()), now)
+        .expect("checks");
+    let text = signature::signing_string(&sig.headers, "POST", "/users/remote/inbox", header).expect("string");
+    let pem = get_ap(&app, "/ap/c/rust").await.json()["publicKey"]["publicKeyPem"].as_str().expect("pem").to_owned();
+    assert!(keys::verify(&pem, text.as_bytes(), &sig.signature), "the Accept verifies with the Group's key");
+
+    // Following again keeps one follower; the shared inbox takes it too.
+    assert_eq!(remote.post(&app, "/ap/inbox", &body, None, |_| {}).await.status, 202);
+    assert_eq!(followers(&app).await, 1);
+
+    // A local topic, reply, edit and deletion reach the follower, each
+    // announced by the Group.
+    let ferris = app.user("ferris").await;
+    // (Each waits for the one before: an activity is built from what is
+    // stored when it is queued, and a deleted post's edit says nothing.)
+    let topic = app.topic("rust", &ferris, "Lifetimes").await;
+    remote.wait_for(3).await;
+    let post = app.reply(topic, &ferris, None, "first").await;
+    remote.wait_for(4).await;
+    let (status, _) = app.patch(&format!("/api/v1/posts/{post}"), Some(&ferris), json!({"body": "edited"})).await;
+    assert_eq!(status, 200);
+    remote.wait_for(5).await;
+    let (status, _) = app.delete(&format!("/api/v1/posts/{post}"), Some(&ferris)).await;
+    assert_eq!(status, 204);
+    // The first two are the Accepts of the two Follows.
+    let got = remote.wait_for(6).await;
+    let mut seen: Vec<(String, String)> = got[2..]
+        .iter()
+        .map(|(_, body)| {
+            let a: Value = serde_json::from_slice(body).expect("json");
+            assert_eq!((a["type"].as_str(), a["actor"].as_str()), (Some("Announce"), Some(group.as_str())));
+            (
+                a["object"]["type"].as_str().unwrap_or("").to_owned(),
+                a["object"]["object"]["type"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    seen.sort();
+    let want = [("Create", "Note"), ("Create", "Page"), ("Delete", "Tombstone"), ("Update", "Note")];
+    assert_eq!(seen, want.map(|(a, b)| (a.to_owned(), b.to_owned())));
+    let create_page = got[2..]
+        .iter()
+        .map(|(_, body)| serde_json::from_slice::<Value>(body).expect("json"))
+        .find(|a| a["object"]["object"]["type"] == "Page")
+        .expect("the topic");
+    assert_eq!(create_page["object"]["actor"], format!("{}/ap/u/ferris", app.addr));
+    assert_eq!(create_page["object"]["object"]["name"], "Lifetimes");
+
+    // Another activity, signed, is taken and dropped (not built yet).
+    let like =
+        json!({"id": format!("{}/likes/1", remote.base), "type": "Like", "actor": remote.actor(), "object": group});
+    assert_eq!(remote.post(&app, path, &serde_json::to_vec(&like).expect("json"), None, |_| {}).await.status, 202);
+
+    let undo = json!({"id": format!("{}/follows/1/undo", remote.base), "type": "Undo", "actor": remote.actor(),
+                      "object": follow(&remote, &group)});
+    assert_eq!(remote.post(&app, path, &serde_json::to_vec(&undo).expect("json"), None, |_| {}).await.status, 202);
+    assert_eq!(followers(&app).await, 0);
+}
+
+#[tokio::test]
+async fn the_inbox_refuses_bad_signatures_and_accepts_a_follow_on_sqlite() {
+    inbox_checks_and_follows(spawn_federated_app().await).await;
+}
+
+#[tokio::test]
+async fn the_inbox_refuses_bad_signatures_and_accepts_a_follow_on_postgres() {
+    let db = TestDb::create().await;
+    inbox_checks_and_follows(spawn_federated_pg_app(&db).await).await;
+}
+
+fn delivery(inbox: &str) -> NewDelivery {
+    NewDelivery {
+        inbox: inbox.to_owned(),
+        body: "{}".into(),
+        signer: ActorKind::Community,
+        signer_id: 1,
+        key_id: "https://here.example/ap/c/rust#main-key".into(),
+    }
+}
+
+/// The queue as the sender uses it: claims are bounded and leased, a
+/// retry counts and waits, a delivery done or given up goes.
+async fn queue_story(store: &impl Store) {
+    let now = Timestamp(1_000_000);
+    let inboxes = ["https://a.example/inbox", "https://b.example/inbox", "https://c.example/inbox"];
+    store.queue_deliveries(inboxes.iter().map(|i| delivery(i)).collect(), now).await.expect("queue");
+    assert_eq!(store.queued_deliveries().await.expect("count"), 3);
+    let first = store.claim_deliveries(now, 120, 2).await.expect("claim");
+    assert_eq!(first.iter().map(|d| d.delivery.inbox.as_str()).collect::<Vec<_>>(), &inboxes[..2]);
+    assert_eq!((first[0].attempts, first[0].created_at), (0, now.0));
+    assert_eq!(first[0].delivery, delivery(inboxes[0]));
+    let rest = store.claim_deliveries(now, 120, 10).await.expect("claim");
+    assert_eq!(rest.len(), 1, "the leased ones are not taken twice");
+    assert!(store.claim_deliveries(now, 120, 10).await.expect("claim").is_empty());
+
+    store.finish_delivery(first[0].id, Delivery::Sent).await.expect("sent");
+    store
+        .finish_delivery(first[1].id, Delivery::Retry { at: Timestamp(now.0 + 60), error: "down".into() })
+        .await
+        .expect("retry");
+    store.finish_delivery(rest[0].id, Delivery::Failed { error: "gone".into() }).await.expect("failed");
+    assert_eq!(store.queued_deliveries().await.expect("count"), 1);
+    assert!(store.claim_deliveries(Timestamp(now.0 + 59), 120, 10).await.expect("claim").is_empty());
+    let again = store.claim_deliveries(Timestamp(now.0 + 60), 120, 10).await.expect("claim");
+    assert_eq!((again.len(), again[0].attempts), (1, 1));
+    // A sender that died holding it: taken again once its lease is over.
+    assert_eq!(store.claim_deliveries(Timestamp(now.0 + 181), 120, 10).await.expect("claim").len(), 1);
+}
+
+#[tokio::test]
+async fn the_delivery_queue_leases_retries_and_survives_a_restart_on_sqlite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pith.db");
+    let opts = SqliteOptions { readers: 1, ..SqliteOptions::default() };
+    let store = SqliteStore::open(&path, &opts).expect("open");
+    queue_story(&store).await;
+    store.shutdown().await;
+    drop(store);
+    let store = SqliteStore::open(&path, &opts).expect("reopen");
+    assert_eq!(store.queued_deliveries().await.expect("count"), 1, "the queue is on disk");
+    store.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_delivery_queue_leases_retries_and_survives_a_restart_on_postgres() {
+    let db = TestDb::create().await;
+    let store = db.store().await;
+    queue_story(&store).await;
+    store.shutdown().await;
+    drop(store);
+    let store = db.store().await;
+    assert_eq!(store.queued_deliveries().await.expect("count"), 1, "the queue is in the database");
+    store.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_accept_to_an_inbox_that_is_down_stays_queued_for_a_retry() {
+    let app = spawn_federated_app().await;
+    app.community("rust").await;
+    let remote = Remote::start().await;
+    // Its actor is fetched and stored, then its server's inbox goes away.
+    let group = format!("{}/ap/c/rust", app.addr);
+    let body = serde_json::to_vec(&follow(&remote, &group)).expect("json");
+    let mut actor = pith::app::federation::actors::parse_actor(
+        &reqwest::get(remote.actor()).await.expect("get").json().await.expect("json"),
+        &remote.actor(),
+    )
+    .expect("actor");
+    actor.inbox = format!("http://127.0.0.1:{}/inbox", crate::support::child::free_port());
+    app.state.store.put_remote_actor(actor).await.expect("store");
+    assert_eq!(remote.post(&app, "/ap/c/rust/inbox", &body, None, |_| {}).await.status, 202);
+    for _ in 0..200 {
+        let row = pith_deliveries(&app).await;
+        if row.1 > 0 {
+            assert_eq!(row.0, 1, "one delivery, kept for its retry");
+            assert!(row.2 > Timestamp::now().0 + 30, "retried in about a minute");
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("the delivery was never tried");
+}
+
+/// (rows, attempts of the first, its next_at), read from the file.
+async fn pith_deliveries(app: &TestApp) -> (i64, i64, i64) {
+    let conn = rusqlite::Connection::open(app.db_path()).expect("open");
+    conn.query_row(
+        "SELECT count(*), coalesce(max(attempts), 0), coalesce(max(next_at), 0) FROM ap_deliveries",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+    .expect("read")
+}

@@ -155,19 +155,14 @@ pub fn process(input: &[u8], limits: &Limits) -> Result<Processed, Refusal> {
     // A bad EXIF block is no reason to refuse the pixels.
     let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
     let img = if format == ImageFormat::Jpeg && plain_colours(decoder.color_type()) {
+        // The `image` decoder holds a copy of the file: gone before decoding.
         drop(decoder);
-        scaled_jpeg(input, limits)?
-    } else {
-        None
-    };
-    let img = match img {
-        Some(img) => img,
-        None => {
-            let mut reader = ImageReader::with_format(Cursor::new(input), format);
-            reader.limits(decode_limits(limits));
-            let decoder = reader.into_decoder().map_err(|e| refusal(e, width, height, limits))?;
-            DynamicImage::from_decoder(decoder).map_err(|e| refusal(e, width, height, limits))?
+        match scaled_jpeg(input, limits)? {
+            Some(img) => img,
+            None => full_size(input, format, width, height, limits)?,
         }
+    } else {
+        DynamicImage::from_decoder(decoder).map_err(|e| refusal(e, width, height, limits))?
     };
     let lossless_source = matches!(format, ImageFormat::Png | ImageFormat::Gif);
     // Shrunk before it is turned: the bounds are square, so the result is
@@ -183,6 +178,20 @@ pub fn process(input: &[u8], limits: &Limits) -> Result<Processed, Refusal> {
         img.thumbnail(limits.thumb_side, limits.thumb_side)
     };
     Ok(Processed { kind, full: encode(&img, kind)?, thumb: encode(&thumb, kind)?, source: format.extensions_str()[0] })
+}
+
+/// `input` decoded at full size by the `image` crate, under the decoder's caps.
+fn full_size(
+    input: &[u8],
+    format: ImageFormat,
+    width: u32,
+    height: u32,
+    limits: &Limits,
+) -> Result<DynamicImage, Refusal> {
+    let mut reader = ImageReader::with_format(Cursor::new(input), format);
+    reader.limits(decode_limits(limits));
+    let decoder = reader.into_decoder().map_err(|e| refusal(e, width, height, limits))?;
+    DynamicImage::from_decoder(decoder).map_err(|e| refusal(e, width, height, limits))
 }
 
 /// The long side a JPEG is decoded to at least, as a fraction of

@@ -99,7 +99,14 @@ pub async fn ban<S: Store>(
     community: Option<String>,
     req: BanRequest,
 ) -> AppResult<Ban> {
-    let username = Username::parse(&req.username)?.into_inner();
+    // A remote user (`name@host`) is banned by its name as it is stored;
+    // a local name is checked as registration checks it.
+    let username = if crate::model::federation::is_remote_name(&req.username) {
+        check_name(&req.username, "user")?;
+        req.username
+    } else {
+        Username::parse(&req.username)?.into_inner()
+    };
     let reason = Reason::parse(req.reason.as_deref().unwrap_or(""), false)?;
     let expires_at = match req.duration_secs {
         None => None,

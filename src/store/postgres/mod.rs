@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use deadpool_postgres::Pool;
 
-use crate::model::federation::{ActorKey, ActorKind, NewDelivery, QueuedDelivery, RemoteActor};
+use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::{
     Ban, Blocks, Community, ConversationPage, InboxPage, Invite, MarkRead, Message, MessagePage, MessageReport,
@@ -605,6 +605,21 @@ impl Store for PgStore {
     async fn queued_deliveries(&self) -> StoreResult<i64> {
         let client = get(&self.pool).await?;
         federation::queued_count(&client).await
+    }
+
+    async fn remote_user(&self, actor_id: String, name: String) -> StoreResult<User> {
+        let now = Timestamp::now();
+        write!(self, |c| federation::remote_user(c, &actor_id, &name, now))
+    }
+
+    async fn remote_object(&self, object_id: String) -> StoreResult<Option<LocalObject>> {
+        let client = get(&self.pool).await?;
+        federation::remote_object(&client, &object_id).await
+    }
+
+    async fn remote_object_id(&self, target: VoteTarget) -> StoreResult<Option<String>> {
+        let client = get(&self.pool).await?;
+        federation::remote_object_id(&client, target).await
     }
 
     async fn delete_user(&self, user_id: i64, fate: crate::model::ContentFate) -> StoreResult<Vec<i64>> {

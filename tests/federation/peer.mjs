@@ -4,13 +4,16 @@
 // a signed Follow, and takes Pith's Accept only after Fedify itself has
 // verified its HTTP signature (skipSignatureVerification is never set);
 // receives the Group's Announce of a topic posted on Pith (signed too);
-// then undoes the follow. Every step checks what it got and exits 1 with
+// posts a Page into the community, replies to it with a Note and Likes the
+// local topic, each checked through Pith's API (the Page a topic by
+// alice@HOST, the Note its reply, the topic's score 1); then undoes the
+// follow. Every step checks what it got and exits 1 with
 // the reason on the first failure. Run by tests/federation/run.sh:
 //   PITH_ADMIN_TOKEN=... node peer.mjs PITH_URL COMMUNITY
 import http from "node:http";
 import {
-  Accept, Announce, Create, createFederation, Endpoints, Follow, generateCryptoKeyPair, getNodeInfo, Group, MemoryKvStore,
-  Page, Person, Undo,
+  Accept, Announce, Create, createFederation, Endpoints, Follow, generateCryptoKeyPair, getNodeInfo, Group, Like,
+  MemoryKvStore, Note, Page, Person, PUBLIC_COLLECTION, Undo,
 } from "@fedify/fedify";
 
 const [pith, community] = process.argv.slice(2);
@@ -147,6 +150,52 @@ try {
     fail(`the Create carries ${page?.constructor?.name} ${page?.name}`);
   }
   step(`Announce(Create(Page "${page.name}")) received from the Group, its signature verified by Fedify`);
+  const localTopic = (await posted.json()).id;
+
+  // Alice posts into the community: a Page, sent as Fedify sends it.
+  const api = async (path) => {
+    const res = await fetch(`${pith}/api/v1${path}`);
+    if (res.status !== 200) fail(`GET ${path} answered ${res.status}`);
+    return res.json();
+  };
+  const pageId = new URL(`${base}/pages/1`);
+  await ctx.sendActivity({ identifier: "alice" }, group, new Create({
+    id: new URL(`${base}/pages/1/create`), actor: alice, to: PUBLIC_COLLECTION, cc: group.id,
+    object: new Page({
+      id: pageId, attribution: alice, to: PUBLIC_COLLECTION, cc: group.id, audience: group.id,
+      name: "From Fedify", content: "<p>Written on <b>Fedify</b> &amp; sent as HTML</p>",
+    }),
+  }));
+  const aliceName = `alice@${new URL(base).host}`;
+  const listing = await api(`/communities/${community}/topics?sort=new`);
+  const remoteTopic = (listing.topics ?? listing.items ?? []).find((t) => t.title === "From Fedify");
+  if (!remoteTopic) fail(`the Page is not a topic of ${community}: ${JSON.stringify(listing)}`);
+  if (remoteTopic.author !== aliceName) fail(`the topic's author is ${remoteTopic.author}, not ${aliceName}`);
+  const shown = await api(`/topics/${remoteTopic.id}`);
+  if (shown.topic.body !== "Written on Fedify & sent as HTML") fail(`the topic's body: ${JSON.stringify(shown.topic.body)}`);
+  step(`Create(Page) taken: topic ${remoteTopic.id} by ${aliceName}, its HTML made text`);
+
+  // A Note replying to the Page.
+  await ctx.sendActivity({ identifier: "alice" }, group, new Create({
+    id: new URL(`${base}/notes/1/create`), actor: alice, to: PUBLIC_COLLECTION, cc: group.id,
+    object: new Note({
+      id: new URL(`${base}/notes/1`), attribution: alice, to: PUBLIC_COLLECTION, cc: group.id,
+      replyTarget: pageId, content: "<p>and a reply</p>",
+    }),
+  }));
+  const thread = await api(`/topics/${remoteTopic.id}`);
+  if (thread.posts?.[0]?.body !== "and a reply" || thread.posts[0].author !== aliceName) {
+    fail(`the Note is not the topic's reply: ${JSON.stringify(thread.posts)}`);
+  }
+  step(`Create(Note) taken: a reply by ${aliceName}`);
+
+  // A Like of the local member's topic.
+  await ctx.sendActivity({ identifier: "alice" }, group, new Like({
+    id: new URL(`${base}/likes/1`), actor: alice, object: new URL(`${pith}/ap/t/${localTopic}`),
+  }));
+  const liked = await api(`/topics/${localTopic}`);
+  if (liked.topic.score !== 1) fail(`the local topic's score after the Like is ${liked.topic.score}`);
+  step("Like taken: the local topic's score is 1");
 
   await ctx.sendActivity({ identifier: "alice" }, group, new Undo({ id: new URL(`${base}/follows/1/undo`), actor: alice, object: follow }));
   const after = await (await fetch(group.followersId, { headers: { accept: "application/activity+json" } })).json();

@@ -75,6 +75,15 @@ pub async fn set_moderator<S: Store>(
     check_name(&username, "user")?;
     // Gives the administrator-only answer before any lookup.
     policy::may_appoint_moderators(&actor)?;
+    // A remote user never signs in here, so a seat would be empty; and
+    // the Group's moderators collection names local actors only.
+    if appoint && crate::model::federation::is_remote_name(&username) {
+        return Err(AppError::Rejected(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            "remote_user",
+            "a user of another instance cannot moderate here".into(),
+        ));
+    }
     state.store.set_moderator(&actor, community, username, appoint).await?;
     Ok(())
 }

@@ -587,6 +587,10 @@ async fn remote_content<S: Store>(app: TestApp<S>) {
     ))
     .await;
     assert_eq!(wf.status, 404);
+    // Nor can it be made a moderator (it could never act as one).
+    let seat = format!("/api/v1/communities/rust/moderators/{name}");
+    let (status, body) = app.send(Method::PUT, &seat, Some(&app.admin_token), None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (422, Some("remote_user")), "{body}");
 
     // The same Create again changes nothing.
     assert_eq!(deliver(&remote, &app, "/ap/inbox", &create).await.status, 202);

@@ -205,6 +205,15 @@ mod tests {
     }
 
     #[test]
+    fn every_prefix_of_tricky_html_converts_without_panicking() {
+        let html = "<p>é&#x1F600;<a href='https://a.example/ü'>ü&amp</a><br/>&#999999999;&#xD800;&\u{1F600};                    <scr<script>ipt>x</SCRIPT>ß <li>ok</li><a href=https://b.example>b</a> <";
+        for (at, _) in html.char_indices() {
+            let text = html_to_text(&html[..at]);
+            assert!(!text.contains("<script") && !text.contains("<a "), "{at}: {text}");
+        }
+    }
+
+    #[test]
     fn a_link_page_carries_its_attachment() {
         let page = json!({"attachment": [{"type": "Link", "href": "https://example.org/a"}]});
         assert_eq!(link_of(&page).as_deref(), Some("https://example.org/a"));

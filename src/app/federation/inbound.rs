@@ -186,7 +186,12 @@ async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
             topics::create_topic(state, user, sender.ip, submission).await.map(|_| community)
         }
         "Note" => {
-            let parent = id_of(object.get("inReplyTo")).ok_or_else(|| bad("the Note replies to nothing"))?;
+            // A Note that replies to nothing (a Mastodon post naming the
+            // Group) is no reply; turning it into a topic is not built.
+            let Some(parent) = id_of(object.get("inReplyTo")) else {
+                tracing::info!(%id, "a Note replying to nothing; dropped");
+                return Ok(None);
+            };
             let Some(parent) = local_object(state, parent).await? else {
                 tracing::info!(%id, "a Note replying to something not ours; dropped");
                 return Ok(None);

@@ -613,6 +613,17 @@ async fn remote_content<S: Store>(app: TestApp<S>) {
                             "content": "<p>nice</p>"});
     assert_eq!(deliver(&remote, &app, inbox, &activity(&remote, &group, "Create", 3, local_note)).await.status, 202);
     assert_eq!(app.read_topic(local_topic, "old").await["posts"][0]["body"], "nice");
+    // The topic's page shows the remote author like any other.
+    let shown = fetch(app.req(Method::GET, &format!("/t/{topic}"))).await;
+    assert_eq!(shown.status, 200);
+    assert!(String::from_utf8_lossy(&shown.bytes).contains(&format!("/u/{name}")));
+    // A locked topic takes no remote reply either.
+    let lock = app.post(&format!("/api/v1/topics/{local_topic}/lock"), Some(&app.admin_token), json!({})).await;
+    assert_eq!(lock.0, 204, "{}", lock.1);
+    let late = json!({"id": format!("{}/comment/3", remote.base), "type": "Note", "attributedTo": remote.actor(),
+                      "inReplyTo": format!("{}/ap/t/{local_topic}", app.addr), "content": "<p>late</p>"});
+    let refused = deliver(&remote, &app, inbox, &activity(&remote, &group, "Create", 5, late)).await;
+    assert_eq!((refused.status, refused.json()["error"]["code"].as_str()), (403, Some("topic_locked")));
 
     // An Update by its author replaces the body; one from another server
     // (claiming the Page as its own) is refused and changes nothing.
@@ -664,9 +675,9 @@ async fn remote_content<S: Store>(app: TestApp<S>) {
     .iter()
     .map(|(kind, object)| (kind.to_string(), remote.actor(), object.to_string()))
     .collect();
-    // (the Accept, the local topic's Create and these, in whatever order
+    // (the Accept, the local topic's Create and its lock's Update, and these, in whatever order
     // the queue's concurrent deliveries arrive)
-    let mut got = announced(&other.wait_for(2 + want.len()).await, 1);
+    let mut got = announced(&other.wait_for(3 + want.len()).await, 1);
     got.retain(|(_, actor, _)| *actor == remote.actor());
     got.iter_mut().filter(|g| g.0 == "Undo").for_each(|g| g.2.clear());
     got.sort();
@@ -678,11 +689,11 @@ async fn remote_content<S: Store>(app: TestApp<S>) {
     // A local vote on the remote Page goes out as ferris's Like of it.
     app.vote("topics", topic, &ferris, 1).await;
     let ferris_id = format!("{}/ap/u/ferris", app.addr);
-    let seen = other.wait_for(2 + want.len() + 1).await;
+    let seen = other.wait_for(3 + want.len() + 1).await;
     let last = announced(&seen, seen.len() - 1);
     assert_eq!(last, [("Like".to_owned(), ferris_id.clone(), page_id.clone())]);
     app.vote("topics", topic, &ferris, 0).await;
-    let seen = other.wait_for(2 + want.len() + 2).await;
+    let seen = other.wait_for(3 + want.len() + 2).await;
     let undo: Value = serde_json::from_slice(&seen[seen.len() - 1].1).expect("json");
     assert_eq!(
         (undo["object"]["type"].as_str(), undo["object"]["object"]["type"].as_str()),
@@ -693,7 +704,7 @@ async fn remote_content<S: Store>(app: TestApp<S>) {
     let (status, body) =
         app.post(&format!("/api/v1/topics/{topic}/remove"), Some(&app.admin_token), json!({"reason": "spam"})).await;
     assert_eq!(status, 204, "{body}");
-    let seen = other.wait_for(2 + want.len() + 3).await;
+    let seen = other.wait_for(3 + want.len() + 3).await;
     let last = announced(&seen, seen.len() - 1);
     assert_eq!(last, [("Delete".to_owned(), group.clone(), page_id.clone())]);
 

@@ -5,6 +5,7 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 use super::conn::{all, col, exec, one, opt};
+use super::reads::{USER_COLS, user_row};
 use crate::model::federation::remote_user_name;
 use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
 use crate::model::mail::Delivery;
@@ -170,6 +171,12 @@ pub async fn finish_delivery(c: &impl GenericClient, id: i64, outcome: &Delivery
 
 pub async fn queued_count(c: &impl GenericClient) -> StoreResult<i64> {
     col(&super::conn::one(c, "SELECT count(*) FROM ap_deliveries", &[]).await?, 0)
+}
+
+/// The user a stored remote actor acts as, if it has one yet.
+pub async fn actor_user(c: &impl GenericClient, actor_id: &str) -> StoreResult<Option<User>> {
+    let sql = format!("SELECT {USER_COLS} FROM users u JOIN ap_actors a ON a.id = u.actor WHERE a.actor_id = $1");
+    opt(c, &sql, &[&actor_id]).await?.map(|r| user_row(&r)).transpose()
 }
 
 /// `store::Store::remote_user` (`store::sqlite::federation::remote_user`).

@@ -608,6 +608,10 @@ impl Store for PgStore {
     }
 
     async fn remote_user(&self, actor_id: String, name: String) -> StoreResult<User> {
+        // Made once, read ever after, outside a write transaction.
+        if let Some(user) = federation::actor_user(&get(&self.pool).await?, &actor_id).await? {
+            return Ok(user);
+        }
         let now = Timestamp::now();
         write!(self, |c| federation::remote_user(c, &actor_id, &name, now))
     }

@@ -5,6 +5,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::conn::map_err;
+use super::reads::{USER_COLS, user_row};
 use crate::model::federation::remote_user_name;
 use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
 use crate::model::mail::Delivery;
@@ -165,6 +166,16 @@ pub fn queued_count(conn: &Connection) -> StoreResult<i64> {
     conn.prepare_cached("SELECT count(*) FROM ap_deliveries")
         .and_then(|mut s| s.query_row([], |r| r.get(0)))
         .map_err(map_err)
+}
+
+/// The user a stored remote actor acts as, if it has one yet: the read
+/// `Store::remote_user` tries before it writes.
+pub fn actor_user(conn: &Connection, actor_id: &str) -> StoreResult<Option<User>> {
+    conn.prepare_cached(&format!(
+        "SELECT {USER_COLS} FROM users u JOIN ap_actors a ON a.id = u.actor WHERE a.actor_id = ?1"
+    ))
+    .and_then(|mut s| s.query_row([actor_id], user_row).optional())
+    .map_err(map_err)
 }
 
 /// `store::Store::remote_user`, in the writer's transaction.

@@ -699,6 +699,11 @@ impl Store for SqliteStore {
     }
 
     async fn remote_user(&self, actor_id: String, name: String) -> StoreResult<User> {
+        // Made once, read ever after: the single writer is not asked again.
+        let id = actor_id.clone();
+        if let Some(user) = self.readers.read(move |c| federation::actor_user(c, &id)).await? {
+            return Ok(user);
+        }
         let now = Timestamp::now();
         self.writer.write(move |c| federation::remote_user(c, &actor_id, &name, now)).await
     }

@@ -577,6 +577,10 @@ async fn remote_content<S: Store>(app: TestApp<S>) {
     assert_eq!((status, profile["home"].as_str()), (200, Some(format!("{}/@remote", remote.base).as_str())));
     let page_html = fetch(app.req(Method::GET, &format!("/u/{name}"))).await;
     assert!(String::from_utf8_lossy(&page_html.bytes).contains(&format!("{}/@remote", remote.base)));
+    // Our id of its topic sends the asker to the Page at home, as Lemmy does.
+    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let ours = fetch(no_redirects.get(app.url(&format!("/ap/t/{topic}"))).header("accept", AP)).await;
+    assert_eq!((ours.status, ours.header("location")), (308, Some(page_id.as_str())));
     // It is no actor of ours, and it cannot log in.
     assert_eq!(get_ap(&app, &format!("/ap/u/{name}")).await.status, 404);
     let login = app.post("/api/v1/auth/login", None, json!({"username": name, "password": "password123"})).await;

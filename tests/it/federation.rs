@@ -722,6 +722,19 @@ async fn remote_content<S: Store>(app: TestApp<S>) {
     let refused = deliver(&remote, &app, inbox, &activity(&remote, &group, "Create", 4, page2)).await;
     assert_eq!((refused.status, refused.json()["error"]["code"].as_str()), (403, Some("banned")));
     assert!(app.state.store.remote_object(format!("{}/post/2", remote.base)).await.expect("read").is_none());
+
+    // An administrator deletes the remote account: it posts no more, even
+    // once the ban is lifted.
+    let (status, body) = app.delete(&format!("/api/v1/communities/rust/bans/{name}"), Some(&app.admin_token)).await;
+    assert!((200..300).contains(&status), "{status} {body}");
+    let purge = json!({"content": "keep_anonymous"});
+    let (status, body) =
+        app.send(Method::DELETE, &format!("/api/v1/admin/users/{name}"), Some(&app.admin_token), Some(purge)).await;
+    assert_eq!(status, 204, "{body}");
+    let page3 = json!({"id": format!("{}/post/3", remote.base), "type": "Page", "attributedTo": remote.actor(),
+                       "audience": group, "name": "Back", "content": "<p>again</p>"});
+    let refused = deliver(&remote, &app, inbox, &activity(&remote, &group, "Create", 6, page3)).await;
+    assert_eq!((refused.status, refused.json()["error"]["code"].as_str()), (403, Some("banned")));
 }
 
 #[tokio::test]

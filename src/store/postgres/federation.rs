@@ -174,9 +174,17 @@ pub async fn queued_count(c: &impl GenericClient) -> StoreResult<i64> {
 }
 
 /// The user a stored remote actor acts as, if it has one yet.
+/// `Denied("banned")` once an administrator deleted it: it posts no more.
 pub async fn actor_user(c: &impl GenericClient, actor_id: &str) -> StoreResult<Option<User>> {
-    let sql = format!("SELECT {USER_COLS} FROM users u JOIN ap_actors a ON a.id = u.actor WHERE a.actor_id = $1");
-    opt(c, &sql, &[&actor_id]).await?.map(|r| user_row(&r)).transpose()
+    let sql = format!(
+        "SELECT {USER_COLS}, u.deleted_at IS NOT NULL FROM users u JOIN ap_actors a ON a.id = u.actor \
+         WHERE a.actor_id = $1"
+    );
+    let Some(row) = opt(c, &sql, &[&actor_id]).await? else { return Ok(None) };
+    if col::<bool>(&row, 4)? {
+        return Err(StoreError::Denied("banned", format!("the account of {actor_id} was deleted here")));
+    }
+    Ok(Some(user_row(&row)?))
 }
 
 /// `store::Store::remote_user` (`store::sqlite::federation::remote_user`).
@@ -189,8 +197,8 @@ pub async fn remote_user(c: &impl GenericClient, actor_id: &str, name: &str, now
     .await?
     .ok_or(StoreError::NotFound("remote actor"))?;
     let (actor, user_id): (i64, Option<i64>) = (col(&row, 0)?, col(&row, 1)?);
-    if let Some(user_id) = user_id {
-        return super::mail::user(c, user_id).await;
+    if user_id.is_some() {
+        return actor_user(c, actor_id).await?.ok_or(StoreError::NotFound("user"));
     }
     let taken = opt(c, "SELECT 1 FROM users WHERE lower(name) = lower($1)", &[&name]).await?.is_some();
     let name = match (taken, name.split_once('@')) {

@@ -170,12 +170,24 @@ pub fn queued_count(conn: &Connection) -> StoreResult<i64> {
 
 /// The user a stored remote actor acts as, if it has one yet: the read
 /// `Store::remote_user` tries before it writes.
+/// `Denied("banned")` once an administrator deleted it: it posts no more.
 pub fn actor_user(conn: &Connection, actor_id: &str) -> StoreResult<Option<User>> {
-    conn.prepare_cached(&format!(
-        "SELECT {USER_COLS} FROM users u JOIN ap_actors a ON a.id = u.actor WHERE a.actor_id = ?1"
-    ))
-    .and_then(|mut s| s.query_row([actor_id], user_row).optional())
-    .map_err(map_err)
+    let found: Option<(User, bool)> = conn
+        .prepare_cached(&format!(
+            "SELECT {USER_COLS}, u.deleted_at IS NOT NULL FROM users u JOIN ap_actors a ON a.id = u.actor \
+             WHERE a.actor_id = ?1"
+        ))
+        .and_then(|mut s| s.query_row([actor_id], |r| Ok((user_row(r)?, r.get(4)?))).optional())
+        .map_err(map_err)?;
+    match found {
+        Some((_, true)) => Err(deleted_here(actor_id)),
+        other => Ok(other.map(|(user, _)| user)),
+    }
+}
+
+/// The refusal of a remote actor whose user an administrator deleted.
+pub fn deleted_here(actor_id: &str) -> StoreError {
+    StoreError::Denied("banned", format!("the account of {actor_id} was deleted here"))
 }
 
 /// `store::Store::remote_user`, in the writer's transaction.
@@ -185,8 +197,8 @@ pub fn remote_user(conn: &Connection, actor_id: &str, name: &str, now: Timestamp
         .and_then(|mut s| s.query_row([actor_id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .map_err(map_err)?
         .ok_or(StoreError::NotFound("remote actor"))?;
-    if let Some(user_id) = actor.1 {
-        return super::mail::user(conn, user_id);
+    if actor.1.is_some() {
+        return actor_user(conn, actor_id)?.ok_or(StoreError::NotFound("user"));
     }
     let taken = conn
         .prepare_cached("SELECT 1 FROM users WHERE name = ?1")

@@ -35,6 +35,7 @@ pub const TABLES: &[&str] = &[
     "ap_actors",
     "ap_followers",
     "ap_deliveries",
+    "ap_instances",
 ];
 
 /// Tables the schema itself fills (one settings row), which a new database

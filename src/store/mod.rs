@@ -14,6 +14,7 @@ pub mod sqlite;
 use std::future::Future;
 
 use crate::model::federation::{ActorKey, ActorKind, NewDelivery, QueuedDelivery, RemoteActor};
+use crate::model::instances::{InstanceEntry, InstanceRule};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::paging::PageLimit;
 use crate::model::{
@@ -714,6 +715,16 @@ pub trait Store: Send + Sync + 'static {
     fn finish_delivery(&self, id: i64, outcome: Delivery) -> impl Future<Output = StoreResult<()>> + Send;
     /// Deliveries waiting, for tests and `/metrics`.
     fn queued_deliveries(&self) -> impl Future<Output = StoreResult<i64>> + Send;
+    /// The administrators' rules for other servers, by host.
+    fn instance_rules(&self) -> impl Future<Output = StoreResult<Vec<InstanceEntry>>> + Send;
+    /// Sets the rule for `host` (already `model::instances::parse_host`d),
+    /// over any it had, with its reason; `None` removes it. Whether the
+    /// host had a rule before.
+    fn set_instance_rule(
+        &self,
+        host: String,
+        rule: Option<(InstanceRule, String)>,
+    ) -> impl Future<Output = StoreResult<bool>> + Send;
 
     /// Finish pending writes and checkpoint; called once at shutdown.
     fn shutdown(&self) -> impl Future<Output = ()> + Send;

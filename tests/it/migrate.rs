@@ -126,6 +126,8 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
         key_id: "k".into(),
     };
     store.queue_deliveries(vec![delivery], pith::model::Timestamp(1_700_000_000)).await.expect("queue");
+    let rule = pith::model::instances::InstanceRule::Block;
+    store.set_instance_rule("spam.example".into(), Some((rule, "spam".into()))).await.expect("rule");
     let want = app.read_topic(topic, "old").await;
     let src_dir = app.stop().await;
     let src_db = src_dir.path().join("pith.db");

@@ -1,13 +1,15 @@
 //! Federation over ActivityPub, phase 1 (docs/FEDERATION.md): the
 //! settings, the ids local actors and objects have, the actors' keys
 //! (`keys`), HTTP signatures (`signature`), outbound HTTP to other
-//! servers (`client`), the delivery queue's sender (`queue`), remote actors fetched and cached (`actors`), and
-//! what a remote `Follow` or `Undo` does (`follow`). The routes that
+//! servers (`client`), the delivery queue's sender (`queue`), remote actors fetched and cached (`actors`),
+//! what a remote `Follow` or `Undo` does (`follow`), and which servers may
+//! federate (`instances`). The routes that
 //! serve all this are `crate::activitypub`'s.
 
 pub mod actors;
 pub mod client;
 pub mod follow;
+pub mod instances;
 pub mod keys;
 pub mod objects;
 pub mod outbound;
@@ -54,13 +56,19 @@ pub struct Federation {
     pub client: client::Client,
     /// Wakes the delivery queue's sender when something is queued.
     pub wake: queue::Wake,
+    /// The administrators' rules for other servers, as last read.
+    pub instances: instances::Instances,
 }
 
 impl FederationSettings {
     pub fn set(&self, cfg: &FederationConfig) {
         if cfg.federation == Switch::On {
             let limits = client::Limits { allow_private: cfg.federation_allow_private, ..client::Limits::default() };
-            let fed = Federation { client: client::Client::new(limits), wake: queue::Wake::default() };
+            let fed = Federation {
+                client: client::Client::new(limits),
+                wake: queue::Wake::default(),
+                instances: instances::Instances::default(),
+            };
             let _ = self.0.set(Arc::new(fed));
         }
     }

@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0010_two_factor_and_deletion.sql"),
     include_str!("../../../migrations/sqlite/0011_media.sql"),
     include_str!("../../../migrations/sqlite/0012_federation.sql"),
+    include_str!("../../../migrations/sqlite/0013_federation_instances.sql"),
 ];
 
 /// Which job a connection does; each gets different pragmas.

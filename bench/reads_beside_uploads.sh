@@ -4,8 +4,12 @@
 # sending 12 MP JPEGs 4 at a time beside it, in the same run. Decoding runs
 # on its own bounded pool, never on the runtime's threads, so the reads'
 # rate should drop by little more than the CPU the decoders take.
+# With RATE=N the reads are sent at N requests a second on a fixed
+# timetable (open loop, latency from the intended send time) instead of
+# as fast as they go: below saturation the question is whether they keep
+# that rate and their latency.
 # Usage: PITH_BIN=target/release/pith bench/reads_beside_uploads.sh
-# Knobs: DURATION=15 WARMUP=5 CONNECTIONS=400 UPLOADS=120 PORT=18095.
+# Knobs: DURATION=15 WARMUP=5 CONNECTIONS=400 UPLOADS=120 PORT=18095 RATE=.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PITH=${PITH_BIN:-target/release/pith}
@@ -14,6 +18,7 @@ WARMUP=${WARMUP:-5}
 CONNECTIONS=${CONNECTIONS:-400}
 UPLOADS=${UPLOADS:-120}
 PORT=${PORT:-18095}
+RATE=${RATE:-}
 WORK=$(mktemp -d /tmp/pith-beside.XXXXXX)
 SERVER=
 trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -26,7 +31,7 @@ for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:$PORT/healthz
 
 reads() {
     "$PITH" bench http --url "http://127.0.0.1:$PORT" -c "$CONNECTIONS" -d "${DURATION}s" --warmup "${WARMUP}s" \
-        --token "$TOKEN" 2>/dev/null
+        --token "$TOKEN" ${RATE:+--rate "$RATE"} 2>/dev/null
 }
 echo "## reads alone"
 reads | tee "$WORK/alone.txt"

@@ -63,6 +63,11 @@ pub enum Command {
     /// Copy a whole forum between SQLite and PostgreSQL, verified by counts
     /// and checksums (stop the source server first).
     Migrate(crate::migrate::MigrateConfig),
+    /// Block or allow other servers (federation); list the rules.
+    Federation {
+        #[command(subcommand)]
+        command: crate::instances::FederationCommand,
+    },
     /// Look after the stored pictures.
     Media {
         #[command(subcommand)]

@@ -27,7 +27,8 @@
 //! 9. `server`: the whole router, and `run(listener, shutdown)`.
 //! 10. The commands, in order: `config` (each command's arguments, which
 //!     gather each module's settings), `backup` (and restore), then
-//!     `serve`, `seed`, `users` and `migrate`, then `bench`, and last
+//!     `serve`, `seed`, `users`, `instances` (`pith federation`) and
+//!     `migrate`, then `bench`, and last
 //!     `config_file` (the command line `Cli`, the TOML file, each
 //!     setting's source).
 
@@ -40,6 +41,7 @@ pub mod cache;
 pub mod cluster;
 pub mod config;
 pub mod config_file;
+pub mod instances;
 pub mod live;
 pub mod logging;
 pub mod machine;

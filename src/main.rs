@@ -37,6 +37,7 @@ fn main() -> std::process::ExitCode {
         Command::Config(cfg) => pith::config_file::show(&cfg),
         Command::Migrate(cfg) => pith::migrate::main(cfg),
         Command::Media { command: MediaCommand::Gc(cfg) } => pith::backup::media_gc(cfg),
+        Command::Federation { command } => pith::instances::main(command),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -8,6 +8,7 @@ pub mod account;
 pub mod change;
 pub mod federation;
 pub mod inbox;
+pub mod instances;
 mod lookalike;
 pub mod mail;
 pub mod media;

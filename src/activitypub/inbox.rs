@@ -117,9 +117,8 @@ async fn receive<S: Store>(state: AppState<S>, target: Target, ip: ClientIp, req
             format!("the activity's actor {actor} is not its signer {}", signer.id),
         ));
     }
-    // Here, once the signer is known and before anything is done, is where
-    // a "may this host send to us?" check belongs (blocked instances, the
-    // per-instance rate limit): every activity passes this one point.
+    // The server's rules and its rate limit were applied by `verify`
+    // (`app::federation::instances`): every activity passed them.
     let sender = Sender { actor: &signer, ip, inbox: community.as_deref() };
     match kind {
         "Follow" => {

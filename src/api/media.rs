@@ -9,7 +9,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Serialize;
 
-use crate::app::media::{self, check_length, check_rate, declared_length, not_multipart, read_file, upload};
+use crate::app::media::{
+    self, check_length, check_rate, declared_length, not_multipart, read_file, upload, upload_slot,
+};
 use crate::app::{AppError, AppResult, AppState, AuthUser, ClientIp};
 use crate::model::media::MediaUsage;
 use crate::store::Store;
@@ -32,6 +34,7 @@ async fn api_upload<S: Store>(
     let declared = declared_length(req.headers());
     check_length(&state, declared)?;
     let form = Multipart::from_request(req, &state).await.map_err(|rej| not_multipart(rej.body_text()))?;
+    let _slot = upload_slot(&state).await?;
     let file = read_file(&state, form, declared).await?;
     let uploaded = upload(&state, auth.user, file.bytes).await?;
     Ok(uploaded.created())

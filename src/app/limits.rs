@@ -39,6 +39,8 @@ pub enum Action {
     Register,
     Login,
     Search,
+    /// An activity a remote server sent to an inbox: counted per server.
+    Federate,
 }
 
 impl Action {
@@ -53,6 +55,7 @@ impl Action {
             Action::Register => "registrations",
             Action::Login => "login attempts",
             Action::Search => "searches",
+            Action::Federate => "activities from one server",
         }
     }
 }
@@ -85,6 +88,7 @@ pub struct RateLimits {
     search_ip: Limiter<IpAddr>,
     login_user: Limiter<String>,
     login_ip: Limiter<IpAddr>,
+    instance: Limiter<String>,
     checks: AtomicU64,
 }
 
@@ -121,6 +125,7 @@ impl RateLimits {
             search_ip: Limiter::keyed(quota(cfg.search_ip)),
             login_user: Limiter::keyed(quota(cfg.login_user)),
             login_ip: Limiter::keyed(quota(cfg.login_ip)),
+            instance: Limiter::keyed(quota(cfg.instance)),
             checks: AtomicU64::new(0),
         }
     }
@@ -149,10 +154,29 @@ impl RateLimits {
                 wait(&self.login_ip, &ip).or_else(|| wait(&self.login_user, &name.to_lowercase()))
             }
             (Action::Login, _) => wait(&self.login_ip, &ip),
+            // Counted per server by `check_instance`, not per address.
+            (Action::Federate, _) => None,
         };
         match refused {
             None => Ok(()),
             Some(after) => Err(AppError::TooManyRequests(action.noun(), after)),
+        }
+    }
+
+    /// Counts one activity from the remote server `host` (its signer's,
+    /// after the signature verified, so no one can spend another server's
+    /// allowance) and refuses it with 429 over `--limit-federation-instance`.
+    /// Remote servers retry a 429 later, so a flood is delayed, not lost.
+    pub fn check_instance(&self, host: &str) -> Result<(), AppError> {
+        if !self.enabled {
+            return Ok(());
+        }
+        if self.checks.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
+            self.sweep();
+        }
+        match wait(&self.instance, &host.to_ascii_lowercase()) {
+            None => Ok(()),
+            Some(after) => Err(AppError::TooManyRequests(Action::Federate.noun(), after)),
         }
     }
 
@@ -171,6 +195,7 @@ impl RateLimits {
         self.search_ip.retain_recent();
         self.login_user.retain_recent();
         self.login_ip.retain_recent();
+        self.instance.retain_recent();
     }
 
     /// `--real-ip-header`, when set to a valid header name.
@@ -298,6 +323,11 @@ pub struct RateConfig {
     #[arg(long = "limit-login-ip", env = "PITH_LIMIT_LOGIN_IP", default_value = "30/15m", value_parser = Rate::parse)]
     pub login_ip: Rate,
 
+    /// Activities per remote server (federation's inboxes, counted by the
+    /// host of the key that signed them).
+    #[arg(long = "limit-federation-instance", env = "PITH_LIMIT_FEDERATION_INSTANCE", default_value = "1200/1m", value_parser = Rate::parse)]
+    pub instance: Rate,
+
     /// Header that carries the client's address when Pith runs behind a
     /// reverse proxy (`X-Forwarded-For`: its last entry; `X-Real-IP`).
     /// Unset: the socket's peer address. Never set it without a proxy that
@@ -332,6 +362,7 @@ impl Default for RateConfig {
             search_ip: rate("60/1m"),
             login_user: rate("10/15m"),
             login_ip: rate("30/15m"),
+            instance: rate("1200/1m"),
             real_ip_header: None,
         }
     }

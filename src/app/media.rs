@@ -100,6 +100,11 @@ pub struct Pictures {
     /// while freed rows are deleted and their files removed: on one node,
     /// a picture uploaded again just as it is freed keeps its files.
     files: tokio::sync::Mutex<()>,
+    /// One per decoding thread: an upload holds one from before its body
+    /// is read until it is stored (`upload_slot`), so no more bodies are
+    /// in memory than pictures can be decoded at once. The others wait
+    /// unread in their sockets, where TCP holds their senders back.
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl Pictures {
@@ -114,6 +119,7 @@ impl Pictures {
             },
             pool: Pool::per_core(cfg.media_decode_mb, PROCESS_LIMIT),
             files: tokio::sync::Mutex::new(()),
+            slots: Arc::new(tokio::sync::Semaphore::new(crate::media::pool::per_core_workers())),
         }
     }
 }
@@ -262,6 +268,15 @@ pub fn not_multipart(why: String) -> AppError {
         "unsupported_media_type",
         format!("send multipart/form-data with the picture as the field `file` ({why})"),
     )
+}
+
+/// A turn to upload, held from before the body is read until the picture
+/// is stored (`Pictures::slots`); waiting for it counts in the request's
+/// time limit.
+pub async fn upload_slot<S: Store>(state: &AppState<S>) -> AppResult<tokio::sync::OwnedSemaphorePermit> {
+    let pictures = state.media.on()?;
+    // The semaphore is never closed.
+    pictures.slots.clone().acquire_owned().await.map_err(|e| AppError::Internal(e.to_string()))
 }
 
 /// Checks the rate limit of an upload by `user`: before its body is read.

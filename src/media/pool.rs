@@ -65,7 +65,7 @@ impl Pool {
 
     /// One worker per core.
     pub fn per_core(budget_mb: u32, limit: Duration) -> Pool {
-        Pool::new(std::thread::available_parallelism().map_or(1, |n| n.get()), budget_mb, limit)
+        Pool::new(per_core_workers(), budget_mb, limit)
     }
 
     /// Runs `work`, which needs about `need_mb` MiB (at most the whole
@@ -95,6 +95,11 @@ impl Pool {
         };
         tokio::time::timeout(self.limit, job).await.map_err(|_| PoolError::TimedOut(self.limit))?
     }
+}
+
+/// How many threads `Pool::per_core` starts: one per core.
+pub fn per_core_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Starts `n` niced threads taking jobs from one queue; they end when the

@@ -36,6 +36,7 @@ pub const TABLES: &[&str] = &[
     "ap_keys",
     "ap_followers",
     "ap_deliveries",
+    "ap_instances",
     "ap_objects",
 ];
 

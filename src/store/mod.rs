@@ -14,6 +14,7 @@ pub mod sqlite;
 use std::future::Future;
 
 use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
+use crate::model::instances::{InstanceEntry, InstanceRule};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::paging::PageLimit;
 use crate::model::{
@@ -730,6 +731,16 @@ pub trait Store: Send + Sync + 'static {
     fn remote_object(&self, object_id: String) -> impl Future<Output = StoreResult<Option<LocalObject>>> + Send;
     /// The remote id of a topic or post that came over federation.
     fn remote_object_id(&self, target: VoteTarget) -> impl Future<Output = StoreResult<Option<String>>> + Send;
+    /// The administrators' rules for other servers, by host.
+    fn instance_rules(&self) -> impl Future<Output = StoreResult<Vec<InstanceEntry>>> + Send;
+    /// Sets the rule for `host` (already `model::instances::parse_host`d),
+    /// over any it had, with its reason; `None` removes it. Whether the
+    /// host had a rule before.
+    fn set_instance_rule(
+        &self,
+        host: String,
+        rule: Option<(InstanceRule, String)>,
+    ) -> impl Future<Output = StoreResult<bool>> + Send;
 
     /// Finish pending writes and checkpoint; called once at shutdown.
     fn shutdown(&self) -> impl Future<Output = ()> + Send;

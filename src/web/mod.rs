@@ -21,7 +21,8 @@
 //!   moderation log.
 //! - `bans`: community and site bans; `moderators`: a community's
 //!   moderators, appointed and dismissed by administrators.
-//! - `admin`: the site settings page (registration, invites).
+//! - `admin`: the site settings page (registration, invites);
+//!   `instances`: the rules for other servers (federation).
 //! - `account`: log in, register, log out.
 //! - `inbox`: the user's notifications, marking them read, and the live
 //!   stream (inbox and topics) the script listens to when signed in.
@@ -44,6 +45,7 @@ mod email;
 mod feed;
 mod forms;
 mod inbox;
+mod instances;
 mod lifecycle;
 mod media;
 mod messages;
@@ -137,6 +139,7 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/admin", get(admin::show::<S>))
         .route("/admin/settings", post(admin::settings::<S>))
         .route("/admin/invites", post(admin::invite::<S>))
+        .route("/admin/federation", get(instances::show::<S>).post(instances::set::<S>))
         .route("/admin/bans", post(bans::ban_site::<S>))
         .route("/admin/unban", post(bans::unban_site::<S>))
         .route("/login", get(account::login_form).post(account::login::<S>))

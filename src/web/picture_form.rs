@@ -39,6 +39,9 @@ pub struct Picture {
     pub bytes: Bytes,
     /// The file's name as the browser gave it: the picture's alt text.
     pub file_name: String,
+    /// The upload's turn (`app::media::upload_slot`), taken before the
+    /// body was read and held until the picture is stored.
+    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl<S: Store, T: DeserializeOwned> FromRequest<AppState<S>> for PictureForm<T> {
@@ -63,6 +66,10 @@ impl<S: Store, T: DeserializeOwned> FromRequest<AppState<S>> for PictureForm<T> 
         check_length(state, crate::app::media::declared_length(req.headers()))?;
         let max = state.media.get().map_or(0, |p| p.max_bytes) as usize;
         let mut form = Multipart::from_request(req, state).await.map_err(|_| bad_form())?;
+        let mut slot = match state.media.get() {
+            Some(_) => Some(crate::app::media::upload_slot(state).await?),
+            None => None,
+        };
         let (mut pairs, mut text_bytes, mut picture) = (Vec::new(), 0usize, None);
         let mut count = 0;
         while let Some(mut field) = form.next_field().await.map_err(|_| bad_form())? {
@@ -91,7 +98,7 @@ impl<S: Store, T: DeserializeOwned> FromRequest<AppState<S>> for PictureForm<T> 
                 _ if picture.as_ref().is_some_and(Result::is_err) => break,
                 // A file input left empty still sends its (empty) part.
                 (true, true) => {}
-                (true, false) => picture = Some(Ok(Picture { bytes: buf.freeze(), file_name })),
+                (true, false) => picture = Some(Ok(Picture { bytes: buf.freeze(), file_name, _slot: slot.take() })),
                 (false, _) => pairs.push((name, String::from_utf8_lossy(&buf).into_owned())),
             }
         }

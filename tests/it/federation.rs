@@ -12,16 +12,20 @@ use std::sync::{Arc, Mutex};
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
-use pith::app::federation::{keys, signature};
+use pith::app::federation::{instances, keys, signature};
+use pith::app::limits::RateConfig;
 use pith::model::Timestamp;
 use pith::model::federation::{ActorKey, ActorKind, NewDelivery};
+use pith::model::instances::InstanceRule;
 use pith::model::mail::Delivery;
 use pith::store::Store;
 use pith::store::sqlite::{SqliteOptions, SqliteStore};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::helpers::{Reply, TestApp, fetch, spawn_app, spawn_federated_app, spawn_federated_pg_app};
+use crate::support::helpers::{
+    Reply, TestApp, fetch, spawn_app, spawn_federated_app, spawn_federated_app_limited, spawn_federated_pg_app,
+};
 use crate::support::pg::TestDb;
 
 const AP: &str = "application/activity+json";
@@ -746,4 +750,149 @@ async fn a_remote_user_posts_edits_votes_and_deletes_and_the_group_announces_it_
 async fn a_remote_user_posts_edits_votes_and_deletes_and_the_group_announces_it_on_postgres() {
     let db = TestDb::create().await;
     remote_content(spawn_federated_pg_app(&db).await).await;
+}
+
+// ---------------------------------------------------------------------------
+// The administrators' rules for other servers, and each server's rate limit.
+
+/// The site administrator, as the store has it.
+async fn admin_user<S: Store>(app: &TestApp<S>) -> pith::model::User {
+    app.state.store.user_credentials("admin".into()).await.expect("read").expect("admin").0
+}
+
+async fn set_rule<S: Store>(app: &TestApp<S>, host: &str, rule: Option<InstanceRule>) {
+    let admin = admin_user(app).await;
+    instances::set_rule(&app.state, &admin, host, rule, "test").await.expect("rule set");
+}
+
+async fn server_rules<S: Store>(app: TestApp<S>) {
+    app.community("rust").await;
+    let remote = Remote::start().await;
+    let group = format!("{}/ap/c/rust", app.addr);
+    let body = serde_json::to_vec(&follow(&remote, &group)).expect("json");
+    let path = "/ap/c/rust/inbox";
+    let code = |r: &Reply| (r.status, r.json()["error"]["code"].as_str().unwrap_or("").to_owned());
+    let key_id = format!("{}#main-key", remote.actor());
+
+    // Blocked: refused before its actor is fetched, so nothing is stored.
+    set_rule(&app, "127.0.0.1", Some(InstanceRule::Block)).await;
+    let blocked = remote.post(&app, path, &body, None, |_| {}).await;
+    assert_eq!(code(&blocked), (403, "instance_blocked".into()), "{:?}", blocked.json());
+    assert!(blocked.json()["error"]["message"].as_str().expect("message").contains("127.0.0.1"));
+    assert!(app.state.store.remote_actor_by_key(key_id.clone()).await.expect("read").is_none());
+    assert_eq!(followers(&app).await, 0);
+
+    // An allowlist that leaves the server out refuses it too.
+    set_rule(&app, "127.0.0.1", None).await;
+    set_rule(&app, "friends.example", Some(InstanceRule::Allow)).await;
+    let not_allowed = remote.post(&app, path, &body, None, |_| {}).await;
+    assert_eq!(code(&not_allowed), (403, "instance_blocked".into()));
+    // Allowed, it follows and gets its Accept.
+    set_rule(&app, "127.0.0.1", Some(InstanceRule::Allow)).await;
+    let accepted = remote.post(&app, path, &body, None, |_| {}).await;
+    assert_eq!(accepted.status, 202, "{:?}", accepted.json());
+    assert_eq!(followers(&app).await, 1);
+    let got = remote.wait_for(1).await;
+    assert_eq!(serde_json::from_slice::<Value>(&got[0].1).expect("json")["type"], "Accept");
+
+    // Blocked after it follows: what the community does next is not sent.
+    set_rule(&app, "127.0.0.1", Some(InstanceRule::Block)).await;
+    let author = app.user("alice").await;
+    app.topic("rust", &author, "Not for blocked servers").await;
+    for _ in 0..200 {
+        if app.state.store.queued_deliveries().await.expect("count") == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(app.state.store.queued_deliveries().await.expect("count"), 0, "the delivery was dropped");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(remote.received.lock().expect("lock").len(), 1, "only the Accept reached the blocked server");
+
+    // Rules are for administrators only.
+    let bob = app.state.store.create_user(pith::model::Username::parse("bob").expect("name"), None, false);
+    let bob = bob.await.expect("bob");
+    let refused = instances::set_rule(&app.state, &bob, "x.example", Some(InstanceRule::Block), "").await;
+    assert!(matches!(refused, Err(pith::app::AppError::Forbidden(_))), "{refused:?}");
+    let bad = instances::set_rule(&app.state, &admin_user(&app).await, "https://x.example/", None, "").await;
+    assert!(matches!(bad, Err(pith::app::AppError::Validation(_))), "{bad:?}");
+    let hosts: Vec<String> =
+        app.state.store.instance_rules().await.expect("rules").into_iter().map(|r| r.host).collect();
+    assert_eq!(hosts, ["127.0.0.1", "friends.example"]);
+}
+
+#[tokio::test]
+async fn blocked_and_unlisted_servers_are_refused_and_sent_nothing_on_sqlite() {
+    server_rules(spawn_federated_app().await).await;
+}
+
+#[tokio::test]
+async fn blocked_and_unlisted_servers_are_refused_and_sent_nothing_on_postgres() {
+    let db = TestDb::create().await;
+    server_rules(spawn_federated_pg_app(&db).await).await;
+}
+
+#[tokio::test]
+async fn each_server_has_its_own_rate_limit_counted_after_its_signature() {
+    let one = pith::app::limits::Rate::parse("3/1h").expect("rate");
+    let app = spawn_federated_app_limited(&RateConfig { instance: one, ..RateConfig::default() }).await;
+    app.community("rust").await;
+    let remote = Remote::start().await;
+    let group = format!("{}/ap/c/rust", app.addr);
+    let body = serde_json::to_vec(&follow(&remote, &group)).expect("json");
+    // Forged requests do not spend the server's allowance.
+    let stranger = keys::generate().expect("key");
+    for _ in 0..5 {
+        let forged = remote.post(&app, "/ap/c/rust/inbox", &body, Some(&stranger), |_| {}).await;
+        assert_eq!(forged.status, 401);
+    }
+    for n in 0..3 {
+        let r = remote.post(&app, "/ap/c/rust/inbox", &body, None, |_| {}).await;
+        assert_eq!(r.status, 202, "activity {n}: {:?}", r.json());
+    }
+    let over = remote.post(&app, "/ap/c/rust/inbox", &body, None, |_| {}).await;
+    assert_eq!(over.status, 429, "{:?}", over.json());
+    assert_eq!(over.json()["error"]["code"], "rate_limited");
+    assert!(over.header("retry-after").is_some_and(|s| s.parse::<u64>().is_ok_and(|secs| secs > 0)));
+}
+
+#[tokio::test]
+async fn pith_federation_sets_lists_and_clears_rules_from_the_command_line() {
+    use crate::support::child::run_pith;
+    use std::ffi::OsStr;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().as_os_str();
+    let run = |args: Vec<&'static str>| {
+        let mut all: Vec<&OsStr> = vec!["federation".as_ref()];
+        all.extend(args.into_iter().map(OsStr::new));
+        all.extend([OsStr::new("--data-dir"), data]);
+        async move { run_pith(&all).await }
+    };
+    let out = run(vec!["block", "Spam.Example", "--reason", "spam waves"]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "spam.example: block");
+    assert!(run(vec!["allow", "friends.example"]).await.status.success());
+    let list = run(vec!["list"]).await;
+    let listed = String::from_utf8_lossy(&list.stdout).into_owned();
+    assert!(list.status.success());
+    let lines: Vec<&str> = listed.lines().collect();
+    assert!(lines[0].starts_with("friends.example  allow"), "{listed}");
+    assert!(lines[1].starts_with("spam.example     block") && lines[1].ends_with("spam waves"), "{listed}");
+    assert!(listed.contains("allowlist"), "{listed}");
+    assert!(run(vec!["clear", "friends.example"]).await.status.success());
+    let again = run(vec!["clear", "friends.example"]).await;
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("friends.example has no rule"));
+    let bad = run(vec!["block", "https://x.example/"]).await;
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("give the host alone"), "{bad:?}");
+    // The server reads them from the same database.
+    let store = SqliteStore::open(&dir.path().join("pith.db"), &SqliteOptions::default()).expect("open");
+    let rules = store.instance_rules().await.expect("rules");
+    assert_eq!(rules.len(), 1);
+    assert_eq!(
+        (rules[0].host.as_str(), rules[0].rule, rules[0].reason.as_str()),
+        ("spam.example", InstanceRule::Block, "spam waves")
+    );
+    store.shutdown().await;
 }

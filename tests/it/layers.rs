@@ -25,7 +25,7 @@ const LAYERS: &[(&[&str], bool)] = &[
     (&["server"], false),
     (&["config"], false),
     (&["backup"], false),
-    (&["serve", "seed", "users", "migrate"], false),
+    (&["serve", "seed", "users", "instances", "migrate"], false),
     (&["bench"], false),
     (&["config_file"], false),
 ];

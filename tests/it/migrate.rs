@@ -137,6 +137,8 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
         remote_id: Some("https://a.example/post/1".into()),
     };
     store.create_topic(&remote, page).await.expect("remote topic");
+    let rule = pith::model::instances::InstanceRule::Block;
+    store.set_instance_rule("spam.example".into(), Some((rule, "spam".into()))).await.expect("rule");
     let want = app.read_topic(topic, "old").await;
     let src_dir = app.stop().await;
     let src_db = src_dir.path().join("pith.db");

@@ -633,17 +633,19 @@ async fn moderation_pages_and_actions_refuse_plain_users_and_moderators_of_other
             ("/admin/settings".to_owned(), vec![("registration", "closed")]),
             ("/admin/invites".to_owned(), vec![("expires", "")]),
             ("/admin/bans".to_owned(), vec![("username", "bob"), ("duration", "")]),
+            ("/admin/federation".to_owned(), vec![("host", "spam.example"), ("rule", "block")]),
         ];
         for (action, form) in posts {
             let r = b.submit(&page, &action, &form).await;
             assert_eq!(r.status, 403, "{action}");
             assert!(text(&r).contains("Not allowed"), "{action}: the 403 page");
         }
-        for path in ["/c/rust/reports", "/c/rust/bans", "/admin"] {
+        for path in ["/c/rust/reports", "/c/rust/bans", "/admin", "/admin/federation"] {
             assert_eq!(b.get(path).await.status, 403, "{path}");
         }
     }
     // Nothing changed.
+    assert!(app.state.store.instance_rules().await.expect("rules").is_empty());
     let json = app.read_topic(topic, "best").await;
     // (A post list leaves `removed` out while it is false.)
     assert_eq!((json["topic"]["locked"].clone(), json["posts"][0].get("removed")), (false.into(), None), "{json}");
@@ -660,6 +662,56 @@ async fn moderation_pages_and_actions_refuse_plain_users_and_moderators_of_other
         assert_eq!(r.status, 303, "{path}");
         assert!(r.header("location").is_some_and(|l| l.starts_with("/login?next=")), "{path}");
     }
+}
+
+#[tokio::test]
+async fn administrators_block_allow_and_clear_other_servers_on_the_federation_page() {
+    let app = spawn_app().await;
+    let mut admin = admin_browser(&app);
+    let html = text(&admin.get("/admin").await);
+    assert!(html.contains("href=\"/admin/federation\""), "the site settings link to it");
+    let page = text(&admin.get("/admin/federation").await);
+    assert!(page.contains("No rules: every server may federate."), "{page}");
+    assert!(page.contains("Federation is off on this server"), "federation is off in this app");
+    let r = admin
+        .submit(
+            "/admin/federation",
+            "/admin/federation",
+            &[("host", "Spam.Example"), ("rule", "block"), ("reason", "floods <b>us</b>")],
+        )
+        .await;
+    assert_eq!((r.status, r.header("location")), (303, Some("/admin/federation")));
+    let page = text(&admin.get("/admin/federation").await);
+    assert!(page.contains("<strong>spam.example</strong>: blocked"), "{page}");
+    assert!(
+        page.contains("floods &#60;b&#62;us&#60;/b&#62;") || page.contains("floods &lt;b&gt;us&lt;/b&gt;"),
+        "escaped: {page}"
+    );
+    assert!(!page.contains("Allowlist:"), "{page}");
+    // A bad host is shown again with its error, and nothing is stored.
+    let r = admin
+        .submit("/admin/federation", "/admin/federation", &[("host", "https://x.example/"), ("rule", "allow")])
+        .await;
+    assert_eq!(r.status, 422);
+    let refused = text(&r);
+    assert!(refused.contains("role=\"alert\"") && refused.contains("Give the host alone"), "{refused}");
+    assert!(refused.contains("value=\"https://x.example/\""), "the form keeps what was typed");
+    let r =
+        admin.submit("/admin/federation", "/admin/federation", &[("host", "friends.example"), ("rule", "allow")]).await;
+    assert_eq!(r.status, 303);
+    assert!(text(&admin.get("/admin/federation").await).contains("Allowlist:"));
+    let r =
+        admin.submit("/admin/federation", "/admin/federation", &[("host", "spam.example"), ("rule", "clear")]).await;
+    assert_eq!(r.status, 303);
+    let rules = app.state.store.instance_rules().await.expect("rules");
+    assert_eq!(
+        rules.iter().map(|r| (r.host.as_str(), r.rule.as_str())).collect::<Vec<_>>(),
+        [("friends.example", "allow")]
+    );
+    // Without the CSRF token the form changes nothing.
+    let r = admin.post("/admin/federation", &[("host", "friends.example"), ("rule", "clear")]).await;
+    assert_eq!(r.status, 403);
+    assert_eq!(app.state.store.instance_rules().await.expect("rules").len(), 1);
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::client::{FetchError, Signer};
 use super::signature::{self, Refused};
-use super::{Federation, ids, keys};
+use super::{Federation, ids, instances, keys};
 use crate::app::{AppError, AppResult, AppState};
 use crate::model::Timestamp;
 use crate::model::federation::{ActorKind, RemoteActor, same_host};
@@ -31,6 +31,7 @@ fn unusable(url: &str, why: impl std::fmt::Display) -> AppError {
 /// Fetches the actor `url` (or the key document `url`, then its owner),
 /// checks it and stores it.
 pub async fn fetch<S: Store>(state: &AppState<S>, fed: &Federation, url: &str) -> AppResult<RemoteActor> {
+    instances::admit_url(state, url).await?;
     let signer = site_signer(state).await?;
     let mut doc = fed.client.get_json(url, &signer).await.map_err(|e: FetchError| unusable(url, e))?;
     // A keyId that names a key document (Fedify, GoToSocial): its owner.
@@ -93,7 +94,10 @@ pub struct Inbound<'a> {
 
 /// Verifies the request's signature; its signer. 401 (`bad_signature`)
 /// when unsigned, stale, with a digest that does not match, or signed by
-/// a key that does not verify it even after its actor is fetched again.
+/// a key that does not verify it even after its actor is fetched again;
+/// 403 (`instance_blocked`) when its key is on a server the rules refuse,
+/// before anything is fetched; 429 over that server's rate limit, counted
+/// only once the signature holds (`instances`).
 pub async fn verify<S: Store>(state: &AppState<S>, fed: &Federation, req: &Inbound<'_>) -> AppResult<RemoteActor> {
     let header = |name: &str| {
         let values: Vec<&str> = req.headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).collect();
@@ -105,20 +109,33 @@ pub async fn verify<S: Store>(state: &AppState<S>, fed: &Federation, req: &Inbou
         .map_err(refused)?;
     let text = signature::signing_string(&sig.headers, req.method, req.path_and_query, header).map_err(refused)?;
     let key_url = sig.key_id.split('#').next().unwrap_or(&sig.key_id).to_owned();
+    instances::admit_url(state, &key_url).await?;
+    let actor = verified(state, fed, &sig, &text, &key_url).await?;
+    instances::count_activity(state, &actor.id)?;
+    Ok(actor)
+}
+
+async fn verified<S: Store>(
+    state: &AppState<S>,
+    fed: &Federation,
+    sig: &signature::SignatureHeader,
+    text: &str,
+    key_url: &str,
+) -> AppResult<RemoteActor> {
     let cached = state.store.remote_actor_by_key(sig.key_id.clone()).await?;
     if let Some(actor) = &cached
         && keys::verify(&actor.public_key_pem, text.as_bytes(), &sig.signature)
     {
         return Ok(actor.clone());
     }
-    let actor = fetch(state, fed, &key_url).await?;
+    let actor = fetch(state, fed, key_url).await?;
     if actor.key_id != sig.key_id {
         return Err(refused(format!("the actor at {key_url} has no key {}", sig.key_id)));
     }
     if keys::verify(&actor.public_key_pem, text.as_bytes(), &sig.signature) {
         Ok(actor)
     } else {
-        Err(refused(Refused::Bad(sig.key_id)))
+        Err(refused(Refused::Bad(sig.key_id.clone())))
     }
 }
 

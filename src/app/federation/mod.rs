@@ -2,17 +2,19 @@
 //! settings, the ids local actors and objects have, the actors' keys
 //! (`keys`), HTTP signatures (`signature`), outbound HTTP to other
 //! servers (`client`), the delivery queue's sender (`queue`), remote
-//! actors fetched and cached (`actors`), what a remote `Follow` or `Undo`
-//! does (`follow`), what a remote user's `Create`, `Update`, `Delete`,
-//! `Like` and `Dislike` do (`inbound`, with `content` for their text),
-//! and what local writes send out (`outbound`). The routes that serve all
-//! this are `crate::activitypub`'s.
+//! actors fetched and cached (`actors`), which servers may federate
+//! (`instances`), what a remote `Follow` or `Undo` does (`follow`), what a
+//! remote user's `Create`, `Update`, `Delete`, `Like` and `Dislike` do
+//! (`inbound`, with `content` for their text), and what local writes send
+//! out (`outbound`). The routes that serve all this are
+//! `crate::activitypub`'s.
 
 pub mod actors;
 pub mod client;
 pub mod content;
 pub mod follow;
 pub mod inbound;
+pub mod instances;
 pub mod keys;
 pub mod objects;
 pub mod outbound;
@@ -59,13 +61,19 @@ pub struct Federation {
     pub client: client::Client,
     /// Wakes the delivery queue's sender when something is queued.
     pub wake: queue::Wake,
+    /// The administrators' rules for other servers, as last read.
+    pub instances: instances::Instances,
 }
 
 impl FederationSettings {
     pub fn set(&self, cfg: &FederationConfig) {
         if cfg.federation == Switch::On {
             let limits = client::Limits { allow_private: cfg.federation_allow_private, ..client::Limits::default() };
-            let fed = Federation { client: client::Client::new(limits), wake: queue::Wake::default() };
+            let fed = Federation {
+                client: client::Client::new(limits),
+                wake: queue::Wake::default(),
+                instances: instances::Instances::default(),
+            };
             let _ = self.0.set(Arc::new(fed));
         }
     }

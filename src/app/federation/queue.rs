@@ -3,7 +3,8 @@
 //! the queue holds on disk), signs and posts each with its actor's key,
 //! at most `PER_HOST` at once to any one host, and records the outcome:
 //! delivered (gone), retried later with backoff (`retry_at`), or given up
-//! two days after it was queued. Rows survive a restart; a crash leaves
+//! two days after it was queued; one for a server the administrators have
+//! since refused (`instances`) is dropped unsent. Rows survive a restart; a crash leaves
 //! the ones in flight leased for `LEASE_SECS`, then taken again.
 
 use std::collections::HashMap;
@@ -102,6 +103,11 @@ pub fn start<S: Store>(state: &AppState<S>, fed: Arc<Federation>) -> tokio::task
 
 /// One try of one delivery.
 async fn deliver<S: Store>(state: &AppState<S>, fed: &Federation, d: &QueuedDelivery) -> Delivery {
+    // A server blocked since this was queued gets nothing: dropped.
+    if let Err(e) = super::instances::admit_url(state, &d.delivery.inbox).await {
+        tracing::info!(inbox = %d.delivery.inbox, error = %e, "federation: delivery to a refused server dropped");
+        return Delivery::Failed { error: e.to_string() };
+    }
     let key = match keys::key_for(state, d.delivery.signer, d.delivery.signer_id).await {
         Ok(key) => key,
         Err(e) => return Delivery::Failed { error: format!("no key: {e}") },

@@ -24,7 +24,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (9, include_str!("../../../migrations/postgres/0009_two_factor_and_deletion.sql")),
     (10, include_str!("../../../migrations/postgres/0010_media.sql")),
     (11, include_str!("../../../migrations/postgres/0011_federation.sql")),
-    (12, include_str!("../../../migrations/postgres/0012_federation_content.sql")),
+    (12, include_str!("../../../migrations/postgres/0012_federation_instances.sql")),
+    (13, include_str!("../../../migrations/postgres/0013_federation_content.sql")),
 ];
 
 /// Any number: every node takes this advisory lock to migrate, so nodes

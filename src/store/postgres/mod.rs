@@ -9,6 +9,7 @@ pub mod conn;
 pub mod federation;
 mod first_admin;
 pub mod inbox;
+pub mod instances;
 pub mod lifecycle;
 pub mod mail;
 pub mod media;
@@ -27,6 +28,7 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 
 use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
+use crate::model::instances::{InstanceEntry, InstanceRule};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::{
     Ban, Blocks, Community, ConversationPage, InboxPage, Invite, MarkRead, Message, MessagePage, MessageReport,
@@ -624,6 +626,15 @@ impl Store for PgStore {
     async fn remote_object_id(&self, target: VoteTarget) -> StoreResult<Option<String>> {
         let client = get(&self.pool).await?;
         federation::remote_object_id(&client, target).await
+    }
+
+    async fn instance_rules(&self) -> StoreResult<Vec<InstanceEntry>> {
+        let client = get(&self.pool).await?;
+        instances::rules(&client).await
+    }
+
+    async fn set_instance_rule(&self, host: String, rule: Option<(InstanceRule, String)>) -> StoreResult<bool> {
+        write!(self, |c| instances::set_rule(c, &host, rule.as_ref()))
     }
 
     async fn delete_user(&self, user_id: i64, fate: crate::model::ContentFate) -> StoreResult<Vec<i64>> {

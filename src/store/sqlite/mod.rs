@@ -10,6 +10,7 @@ pub mod conn;
 pub mod federation;
 mod first_admin;
 pub mod inbox;
+pub mod instances;
 pub mod lifecycle;
 pub mod mail;
 pub mod media;
@@ -32,6 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
+use crate::model::instances::{InstanceEntry, InstanceRule};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::{
     Ban, Blocks, Community, ConversationPage, InboxPage, Invite, MarkRead, Message, MessagePage, MessageReport,
@@ -714,6 +716,14 @@ impl Store for SqliteStore {
 
     async fn remote_object_id(&self, target: VoteTarget) -> StoreResult<Option<String>> {
         self.readers.read(move |c| federation::remote_object_id(c, target)).await
+    }
+
+    async fn instance_rules(&self) -> StoreResult<Vec<InstanceEntry>> {
+        self.readers.read(instances::rules).await
+    }
+
+    async fn set_instance_rule(&self, host: String, rule: Option<(InstanceRule, String)>) -> StoreResult<bool> {
+        self.writer.write(move |c| instances::set_rule(c, &host, rule.as_ref())).await
     }
 
     async fn shutdown(&self) {

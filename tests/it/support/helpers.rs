@@ -111,6 +111,15 @@ pub async fn spawn_federated_app() -> TestApp {
     serve_store_with(store, dir, Duration::from_secs(30), &RateConfig::off(), &MediaConfig::default(), Some(&fed)).await
 }
 
+/// `spawn_federated_app` with the given rate limits.
+pub async fn spawn_federated_app_limited(rate: &RateConfig) -> TestApp {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pith.db");
+    let store =
+        SqliteStore::open(&path, &SqliteOptions { readers: 2, ..SqliteOptions::default() }).expect("open store");
+    serve_store_with(store, dir, Duration::from_secs(30), rate, &MediaConfig::default(), Some(&federation_on())).await
+}
+
 /// `spawn_federated_app` on the fresh PostgreSQL database `db`.
 pub async fn spawn_federated_pg_app(db: &crate::support::pg::TestDb) -> TestApp<pith::store::postgres::PgStore> {
     let dir = tempfile::tempdir().expect("tempdir");

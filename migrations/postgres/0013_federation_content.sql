@@ -1,4 +1,4 @@
--- Federation's inbound content: migrations/sqlite/0013_federation_content.sql,
+-- Federation's inbound content: migrations/sqlite/0014_federation_content.sql,
 -- which explains it.
 ALTER TABLE users ADD COLUMN actor BIGINT REFERENCES ap_actors(id);
 CREATE UNIQUE INDEX users_actor ON users(actor) WHERE actor IS NOT NULL;

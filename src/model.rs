@@ -156,6 +156,10 @@ pub struct Post {
 #[derive(Debug, Clone, Serialize)]
 pub struct Profile {
     pub user: User,
+    /// A remote user's profile page at its home instance (its name is
+    /// `name@host`); absent for a local user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub home: Option<String>,
     pub topics: Vec<Topic>,
     pub posts: Vec<Post>,
 }

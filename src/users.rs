@@ -43,11 +43,22 @@ pub fn token(cfg: UserTokenConfig) -> anyhow::Result<()> {
 }
 
 async fn new_api_token<S: Store>(store: std::sync::Arc<S>, name: String) -> anyhow::Result<(User, String)> {
+    refuse_remote(&name)?;
     let Some((user, _)) = store.user_credentials(name.clone()).await? else {
         anyhow::bail!("there is no user {name} (`pith user add {name}` creates one)");
     };
     let token = issue(&*store, &user, "pith user token").await?;
     Ok((user, token))
+}
+
+/// A remote user (`name@host`, docs/FEDERATION.md) acts only through its
+/// own server's signed activities: no token or password is ever made for
+/// it, here either.
+fn refuse_remote(name: &str) -> anyhow::Result<()> {
+    if crate::model::federation::is_remote_name(name) {
+        anyhow::bail!("{name} is a user of another instance: it cannot sign in here");
+    }
+    Ok(())
 }
 
 /// Stores a new API token for `user`, labelled with the command that made it.
@@ -69,6 +80,7 @@ pub fn reset_link(cfg: UserResetLinkConfig) -> anyhow::Result<()> {
     // Printed, not mailed.
     link.url = None;
     let name = cfg.name.clone();
+    refuse_remote(&name)?;
     let found = match cfg.data.backend() {
         Backend::Sqlite(_) => {
             with_sqlite(

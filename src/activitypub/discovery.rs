@@ -69,6 +69,8 @@ pub async fn webfinger<S: Store>(
         _ => (true, true, name),
     };
     let mut links = Vec::new();
+    // A remote user (`name@host`) is found at its home, not here.
+    let users = users && !crate::model::federation::is_remote_name(name);
     if users && let Some(p) = found(state.store.profile(name.to_owned()).await)? {
         links.extend(link("Person", &ids::user(&base, &p.user.name), &format!("{base}/u/{}", p.user.name)));
     }

@@ -2,9 +2,12 @@
 //! read within `MAX_ACTIVITY_BYTES` (413 past it), its HTTP signature
 //! verified (401: `app::federation::actors::verify`), the activity's
 //! `actor` held to the signer (401), its JSON checked (400), and then
-//! acted on: `Follow` of a local community, and `Undo` of such a follow.
-//! Other activities are answered 202 and dropped, logged (phase 1 has not
-//! built them yet: docs/FEDERATION.md, "Not built").
+//! acted on: `Follow` of a local community and its `Undo` here (`follow`);
+//! a remote user's `Create`, `Update`, `Delete`, `Like`, `Dislike` and
+//! `Undo` of a vote by `app::federation::inbound`. Other activities are
+//! answered 202 and dropped, logged. A refusal by the forum's rules (a
+//! ban, a locked topic, someone else's post) is the same error as the API
+//! answers (403 with its JSON body).
 
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -15,10 +18,10 @@ use serde_json::Value;
 
 use super::federation;
 use crate::app::federation::actors::{self, Inbound};
-use crate::app::federation::{follow, ids};
-use crate::app::{AppError, AppResult, AppState};
+use crate::app::federation::inbound::{self, Sender, id_of};
+use crate::app::federation::{Federation, follow, ids};
+use crate::app::{AppError, AppResult, AppState, ClientIp};
 use crate::model::Community;
-use crate::model::federation::RemoteActor;
 use crate::store::Store;
 
 /// The largest activity taken: Mastodon's and Lemmy's are a few KB; a
@@ -34,67 +37,66 @@ enum Target {
 
 pub async fn shared<S: Store>(
     State(state): State<AppState<S>>,
+    ip: ClientIp,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> AppResult<Response> {
-    receive(state, Target::Shared, method, uri, headers, body).await
+    receive(state, Target::Shared, ip, Request { method, uri, headers, body }).await
 }
 
 pub async fn community<S: Store>(
     State(state): State<AppState<S>>,
     Path(name): Path<String>,
+    ip: ClientIp,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> AppResult<Response> {
-    receive(state, Target::Community(name), method, uri, headers, body).await
+    receive(state, Target::Community(name), ip, Request { method, uri, headers, body }).await
 }
 
 pub async fn user<S: Store>(
     State(state): State<AppState<S>>,
     Path(name): Path<String>,
+    ip: ClientIp,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> AppResult<Response> {
-    receive(state, Target::User(name), method, uri, headers, body).await
+    receive(state, Target::User(name), ip, Request { method, uri, headers, body }).await
+}
+
+/// The parts of an inbox POST the signature covers.
+struct Request {
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
 }
 
 fn bad(message: impl Into<String>) -> AppError {
     AppError::BadRequest("bad_activity", message.into())
 }
 
-/// An id, whether given as a string or as an object carrying `id`.
-fn id_of(v: Option<&Value>) -> Option<&str> {
-    match v? {
-        Value::String(s) => Some(s),
-        Value::Object(o) => o.get("id").and_then(Value::as_str),
-        _ => None,
-    }
-}
-
-async fn receive<S: Store>(
-    state: AppState<S>,
-    target: Target,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
-) -> AppResult<Response> {
+async fn receive<S: Store>(state: AppState<S>, target: Target, ip: ClientIp, req: Request) -> AppResult<Response> {
+    let Request { method, uri, headers, body } = req;
     let fed = federation(&state)?;
-    match &target {
-        Target::Community(name) => {
-            state.store.community(name.clone()).await?;
-        }
+    let community = match &target {
+        Target::Community(name) => Some(state.store.community(name.clone()).await?.name),
         Target::User(name) => {
+            // A remote user has no inbox here: it is an actor at its home.
+            if crate::model::federation::is_remote_name(name) {
+                return Err(AppError::not_found("user"));
+            }
             state.store.profile(name.clone()).await?;
+            None
         }
-        Target::Shared => {}
-    }
+        Target::Shared => None,
+    };
     let body = match Limited::new(body, MAX_ACTIVITY_BYTES).collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
@@ -115,13 +117,16 @@ async fn receive<S: Store>(
             format!("the activity's actor {actor} is not its signer {}", signer.id),
         ));
     }
+    // The server's rules and its rate limit were applied by `verify`
+    // (`app::federation::instances`): every activity passed them.
+    let sender = Sender { actor: &signer, ip, inbox: community.as_deref() };
     match kind {
         "Follow" => {
             let community = followed(&state, &target, id_of(activity.get("object"))).await?;
             follow::follow(&state, &fed, &community, &signer, &activity).await?;
         }
-        "Undo" => undo(&state, &target, &signer, activity.get("object")).await?,
-        other => tracing::info!(kind = other, actor, "activity not handled yet; dropped"),
+        "Undo" => undo(&state, &fed, &target, &sender, &activity).await?,
+        other => inbound::act(&state, &fed, &sender, other, &activity).await?,
     }
     Ok(StatusCode::ACCEPTED.into_response())
 }
@@ -147,15 +152,18 @@ async fn followed<S: Store>(state: &AppState<S>, target: &Target, object: Option
     Ok(community)
 }
 
-/// `Undo` of the signer's own `Follow`, given inline (as Mastodon, Lemmy
-/// and Fedify send it); anything else undone is dropped, logged.
+/// `Undo` of the signer's own `Follow` or vote, given inline (as
+/// Mastodon, Lemmy and Fedify send it); anything else undone is dropped,
+/// logged.
 async fn undo<S: Store>(
     state: &AppState<S>,
+    fed: &Federation,
     target: &Target,
-    signer: &RemoteActor,
-    object: Option<&Value>,
+    sender: &Sender<'_>,
+    activity: &Value,
 ) -> AppResult<()> {
-    let object = object.ok_or_else(|| bad("the Undo has no object"))?;
+    let signer = sender.actor;
+    let object = activity.get("object").ok_or_else(|| bad("the Undo has no object"))?;
     match object.get("type").and_then(Value::as_str) {
         Some("Follow") => {
             if id_of(object.get("actor")) != Some(signer.id.as_str()) {
@@ -167,6 +175,7 @@ async fn undo<S: Store>(
                 Err(e) => Err(e),
             }
         }
+        Some("Like" | "Dislike") => inbound::undo_vote(state, fed, sender, activity).await,
         _ => {
             tracing::info!(actor = %signer.id, "undo of an activity not handled yet; dropped");
             Ok(())

@@ -6,15 +6,16 @@
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::{ap_json, federation, to_page, wants_page};
-use crate::app::federation::objects::{context, note_json, page_json, rfc3339};
+use crate::app::federation::objects::{context, in_reply_to, note_json, page_json, rfc3339};
 use crate::app::federation::{ids, keys};
 use crate::app::{AppError, AppResult, AppState};
 use crate::model::Community;
-use crate::model::federation::ActorKind;
+use crate::model::VoteTarget;
+use crate::model::federation::{ActorKind, is_remote_name};
 use crate::store::{ListTopics, Store, TopicSort};
 
 fn public_key(actor: &str, pem: &str) -> Value {
@@ -93,7 +94,8 @@ pub async fn outbox<S: Store>(State(state): State<AppState<S>>, Path(name): Path
     let items: Vec<Value> = page
         .topics
         .iter()
-        .filter(|t| !t.deleted && !t.removed && t.author.is_some())
+        // A remote user's topics are theirs to publish, at their home.
+        .filter(|t| !t.deleted && !t.removed && t.author.as_deref().is_some_and(|a| !is_remote_name(a)))
         .map(|t| {
             let page = page_json(&base, t);
             json!({"id": format!("{}/create", ids::topic(&base, t.id)), "type": "Create",
@@ -136,6 +138,10 @@ pub async fn person<S: Store>(
 ) -> AppResult<Response> {
     federation(&state)?;
     let user = state.store.profile(name).await?.user;
+    // A remote user is an actor at its home, never one of ours.
+    if is_remote_name(&user.name) {
+        return Err(AppError::not_found("user"));
+    }
     if wants_page(&headers) {
         return Ok(to_page(&format!("/u/{}", user.name)));
     }
@@ -166,10 +172,21 @@ pub async fn page<S: Store>(
     if t.deleted || t.removed || t.author.is_none() {
         return Err(AppError::not_found("topic"));
     }
+    if let Some(home) = state.store.remote_object_id(VoteTarget::Topic(t.id)).await? {
+        return Ok(to_home(&home));
+    }
     if wants_page(&headers) {
         return Ok(to_page(&format!("/t/{}", t.id)));
     }
     Ok(ap_json(page_json(&state.web.public_url(), &t)))
+}
+
+/// A remote-made object's id here sends the asker to its home, as Lemmy
+/// does (crates/apub/src/http/mod.rs, `redirect_remote_object`).
+fn to_home(id: &str) -> Response {
+    let mut res = axum::response::Redirect::permanent(id).into_response();
+    res.headers_mut().insert(axum::http::header::VARY, axum::http::HeaderValue::from_static("Accept"));
+    res
 }
 
 pub async fn note<S: Store>(
@@ -181,5 +198,10 @@ pub async fn note<S: Store>(
     if t.deleted || t.removed || p.deleted || p.removed || p.author.is_none() {
         return Err(AppError::not_found("post"));
     }
-    Ok(ap_json(note_json(&state.web.public_url(), &t, &p)))
+    if let Some(home) = state.store.remote_object_id(VoteTarget::Post(p.id)).await? {
+        return Ok(to_home(&home));
+    }
+    let base = state.web.public_url();
+    let parent = in_reply_to(&state, &base, &t, &p).await?;
+    Ok(ap_json(note_json(&base, &t, &p, &parent)))
 }

@@ -34,7 +34,7 @@ async fn api_create_post<S: Store>(
     Path(topic_id): Path<i64>,
     Json(req): Json<CreatePost>,
 ) -> AppResult<Response> {
-    let new = Reply { topic_id, parent_id: req.parent_id, body: Body::parse(&req.body)? };
+    let new = Reply { topic_id, parent_id: req.parent_id, body: Body::parse(&req.body)?, remote_id: None };
     let post = create_post(&state, auth.user, ip, new).await?;
     let location = format!("/api/v1/topics/{topic_id}#post-{}", post.id);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], axum::Json(post)).into_response())

@@ -42,7 +42,7 @@ pub fn apply_here<S: Store>(state: &AppState<S>, change: &Change) {
             state.tokens.forget_user(*user_id);
             topics.iter().for_each(|&topic| super::read::evict(state, topic));
         }
-        Change::Scored { topic_id, post_id, score } => {
+        Change::Scored { topic_id, post_id, score, .. } => {
             hub.score(post_id.is_some(), post_id.unwrap_or(*topic_id), *topic_id, *score)
         }
     }

@@ -52,6 +52,14 @@ pub async fn send<S: Store>(
     if to.len() > 64 {
         return Err(AppError::not_found("user"));
     }
+    // A remote user would never read it: messages do not federate.
+    if crate::model::federation::is_remote_name(&to) {
+        return Err(AppError::Rejected(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            "remote_user",
+            "messages cannot reach users of other instances".into(),
+        ));
+    }
     state.limits.check(Action::Message, ip, Who::User(sender.id))?;
     let body = text::render(body).await?;
     commit(state, move |st| async move {

@@ -75,6 +75,15 @@ pub async fn set_moderator<S: Store>(
     check_name(&username, "user")?;
     // Gives the administrator-only answer before any lookup.
     policy::may_appoint_moderators(&actor)?;
+    // A remote user never signs in here, so a seat would be empty; and
+    // the Group's moderators collection names local actors only.
+    if appoint && crate::model::federation::is_remote_name(&username) {
+        return Err(AppError::Rejected(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            "remote_user",
+            "a user of another instance cannot moderate here".into(),
+        ));
+    }
     state.store.set_moderator(&actor, community, username, appoint).await?;
     Ok(())
 }
@@ -99,7 +108,14 @@ pub async fn ban<S: Store>(
     community: Option<String>,
     req: BanRequest,
 ) -> AppResult<Ban> {
-    let username = Username::parse(&req.username)?.into_inner();
+    // A remote user (`name@host`) is banned by its name as it is stored;
+    // a local name is checked as registration checks it.
+    let username = if crate::model::federation::is_remote_name(&req.username) {
+        check_name(&req.username, "user")?;
+        req.username
+    } else {
+        Username::parse(&req.username)?.into_inner()
+    };
     let reason = Reason::parse(req.reason.as_deref().unwrap_or(""), false)?;
     let expires_at = match req.duration_secs {
         None => None,

@@ -11,13 +11,17 @@ pub struct Reply {
     pub topic_id: i64,
     pub parent_id: Option<i64>,
     pub body: Body,
+    /// The remote `Note`'s id, for a reply that came over federation
+    /// (`NewPost::remote_id`).
+    pub remote_id: Option<String>,
 }
 
 /// Replies to a topic: the rate limit, the rendering, the write, the live
 /// events.
 pub async fn create_post<S: Store>(state: &AppState<S>, user: User, ip: ClientIp, reply: Reply) -> AppResult<Post> {
     state.limits.check(Action::Post, ip, Who::User(user.id))?;
-    let new = NewPost { topic_id: reply.topic_id, parent_id: reply.parent_id, body: text::render(reply.body).await? };
+    let body = text::render(reply.body).await?;
+    let new = NewPost { topic_id: reply.topic_id, parent_id: reply.parent_id, body, remote_id: reply.remote_id };
     commit(state, move |st| async move {
         let mut post = st.store.create_post(&user, new).await?;
         let inbox = std::mem::take(&mut post.inbox);

@@ -13,6 +13,9 @@ pub struct Submission {
     pub title: Title,
     pub body: Option<Body>,
     pub url: Option<Link>,
+    /// The remote `Page`'s id, for a topic that came over federation
+    /// (`NewTopic::remote_id`).
+    pub remote_id: Option<String>,
 }
 
 /// A submitted topic's fields, checked; an empty body or link is none.
@@ -27,6 +30,7 @@ pub fn new_topic(
         title: Title::parse(title)?,
         body: body.filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?,
         url: url.filter(|u| !u.is_empty()).map(Link::parse).transpose()?,
+        remote_id: None,
     })
 }
 
@@ -40,7 +44,7 @@ pub async fn create_topic<S: Store>(
 ) -> AppResult<Topic> {
     state.limits.check(Action::Post, ip, Who::User(user.id))?;
     let body = text::render_some(new.body).await?;
-    let new = NewTopic { community: new.community, title: new.title, body, url: new.url };
+    let new = NewTopic { community: new.community, title: new.title, body, url: new.url, remote_id: new.remote_id };
     commit(state, move |st| async move {
         let mut topic = st.store.create_topic(&user, new).await?;
         let notified = std::mem::take(&mut topic.inbox);

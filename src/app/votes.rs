@@ -2,6 +2,7 @@
 
 use super::limits::{Action, ClientIp, Who};
 use super::{AppError, AppResult, AppState, apply::apply, commit};
+use crate::model::change::Voter;
 use crate::model::{Change, User, VoteOutcome, VoteTarget};
 use crate::store::Store;
 
@@ -25,7 +26,8 @@ pub async fn cast_vote<S: Store>(
     };
     commit(state, move |st| async move {
         let outcome = st.store.vote(&user, target, value).await?;
-        apply(&st, Change::Scored { topic_id: outcome.topic_id, post_id, score: outcome.score });
+        let by = Some(Voter { user_id: user.id, name: user.name, value });
+        apply(&st, Change::Scored { topic_id: outcome.topic_id, post_id, score: outcome.score, by });
         Ok(outcome)
     })
     .await

@@ -127,7 +127,13 @@ async fn measure(args: &WriteArgs, path: &std::path::Path) -> anyhow::Result<Wri
     let topics = args.writers.div_ceil(50);
     let mut topic_ids = Vec::with_capacity(topics);
     for i in 0..topics {
-        let new = NewTopic { community: community.clone(), title: title(&format!("t{i}"))?, body: None, url: None };
+        let new = NewTopic {
+            community: community.clone(),
+            title: title(&format!("t{i}"))?,
+            body: None,
+            url: None,
+            remote_id: None,
+        };
         topic_ids.push(store.create_topic(&user, new).await?.id);
     }
     let body = Body::parse(&"x".repeat(args.body_chars)).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -143,7 +149,7 @@ async fn measure(args: &WriteArgs, path: &std::path::Path) -> anyhow::Result<Wri
             while !stop.load(Ordering::Relaxed) {
                 let t = Instant::now();
                 // Rendered per write, as the application core renders a reply.
-                let new = NewPost { topic_id, parent_id: None, body: Text::render(body.clone()) };
+                let new = NewPost { topic_id, parent_id: None, body: Text::render(body.clone()), remote_id: None };
                 match store.create_post(&user, new).await {
                     Ok(_) => results.record(t.elapsed(), 201, 0),
                     Err(e) => results.record_error(&e.to_string()),

@@ -46,6 +46,15 @@ mod tests {
             Msg::Change { change: Box::new(Change::TopicChanged { topic_id: 7 }) },
             Msg::Change { change: Box::new(Change::PostRemoved { topic_id: 7, post_id: 70 }) },
             Msg::Change { change: Box::new(Change::TokensRevoked { user_id: 3 }) },
+            // The voter rides along for federation (`outbound`).
+            Msg::Change {
+                change: Box::new(Change::Scored {
+                    topic_id: 7,
+                    post_id: Some(70),
+                    score: 2,
+                    by: Some(crate::model::change::Voter { user_id: 3, name: "ann".into(), value: 1 }),
+                }),
+            },
             Msg::Flush,
             Msg::Spilled { id: 12 },
         ];

@@ -6,6 +6,8 @@
 /// parents before children. Derived search data (SQLite's FTS5 tables,
 /// PostgreSQL's generated `fts` columns) is not copied: the target rebuilds it.
 pub const TABLES: &[&str] = &[
+    // Before `users`: a remote user's row names its actor.
+    "ap_actors",
     "users",
     "tokens",
     "communities",
@@ -32,10 +34,10 @@ pub const TABLES: &[&str] = &[
     "media",
     "media_refs",
     "ap_keys",
-    "ap_actors",
     "ap_followers",
     "ap_deliveries",
     "ap_instances",
+    "ap_objects",
 ];
 
 /// Tables the schema itself fills (one settings row), which a new database

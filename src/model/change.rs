@@ -35,7 +35,15 @@ pub enum Change {
     /// live event says more than a reload would.
     TopicChanged { topic_id: i64 },
     /// A vote's new total; `post_id` is `None` for the topic's own score.
-    Scored { topic_id: i64, post_id: Option<i64>, score: i64 },
+    /// `by`: the vote that made it, which federation sends on as a
+    /// `Like`, `Dislike` or `Undo` (absent from a node that did not say).
+    Scored {
+        topic_id: i64,
+        post_id: Option<i64>,
+        score: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<Voter>,
+    },
     /// Users' inboxes changed apart from a reply: a new topic's mentions,
     /// a moderator's action notified its author, a private message
     /// reached its recipient, or a user marked notifications read (also by
@@ -51,6 +59,14 @@ pub enum Change {
     /// topics it wrote or replied in, which showed its name (or its
     /// removed text).
     AccountDeleted { user_id: i64, topics: Vec<i64> },
+}
+
+/// Who cast a vote, and what: 1, -1, or 0 (withdrawn).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Voter {
+    pub user_id: i64,
+    pub name: String,
+    pub value: i8,
 }
 
 impl Change {
@@ -113,7 +129,13 @@ mod tests {
             Change::PostEdited { post: post() },
             Change::PostRemoved { topic_id: 3, post_id: 9 },
             Change::TopicChanged { topic_id: 3 },
-            Change::Scored { topic_id: 3, post_id: None, score: -2 },
+            Change::Scored { topic_id: 3, post_id: None, score: -2, by: None },
+            Change::Scored {
+                topic_id: 3,
+                post_id: Some(9),
+                score: 1,
+                by: Some(Voter { user_id: 5, name: "ann".into(), value: -1 }),
+            },
             Change::TokensRevoked { user_id: 5 },
             Change::AccountDeleted { user_id: 5, topics: vec![3, 8] },
         ];
@@ -127,6 +149,6 @@ mod tests {
     #[test]
     fn a_new_topic_makes_no_rendering_stale_and_a_reply_makes_its_topics_stale() {
         assert_eq!(Change::PostCreated { post: post(), notify: None, inbox: Vec::new() }.stale_topic(), Some(3));
-        assert_eq!(Change::Scored { topic_id: 8, post_id: Some(1), score: 1 }.stale_topic(), Some(8));
+        assert_eq!(Change::Scored { topic_id: 8, post_id: Some(1), score: 1, by: None }.stale_topic(), Some(8));
     }
 }

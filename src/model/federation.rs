@@ -50,6 +50,9 @@ pub struct RemoteActor {
     pub name: String,
     /// When it was fetched (seconds); a failed signature fetches it again.
     pub fetched_at: i64,
+    /// Its profile page at home (the document's `url`, on its own host),
+    /// which a remote user's profile links to; `None`: its id.
+    pub url: Option<String>,
 }
 
 impl RemoteActor {
@@ -57,6 +60,42 @@ impl RemoteActor {
     pub fn handle(&self) -> String {
         format!("{}@{}", self.name, host_of(&self.id).unwrap_or("?"))
     }
+
+    /// The name of the user it acts as (`remote_user_name`).
+    pub fn user_name(&self) -> String {
+        remote_user_name(&self.name, host_of(&self.id).unwrap_or("unknown"))
+    }
+}
+
+/// A topic or post that a remote object became (or one of ours that a
+/// remote activity names), with the topic it is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalObject {
+    pub target: crate::model::VoteTarget,
+    pub topic_id: i64,
+}
+
+/// Whether a user name is a remote user's: `name@host`. A local name
+/// never holds an '@' (`Username::parse`), so the two cannot meet, and no
+/// local account can take or pass for a remote one.
+pub fn is_remote_name(name: &str) -> bool {
+    name.contains('@')
+}
+
+/// A remote user's name, `name@host`: the actor's `preferredUsername`
+/// kept to ASCII letters, digits, '_', '-' and '.' (anything else
+/// dropped; `user` when none is left), cut so the whole fits the 64 bytes
+/// the pages and the API take as a name (unless the host alone does
+/// not), then its host lowercased. Safe in a URL path and in a page as it
+/// stands.
+pub fn remote_user_name(preferred: &str, host: &str) -> String {
+    let room = 64usize.saturating_sub(host.len() + 1).max(8);
+    let mut name: String =
+        preferred.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')).take(room).collect();
+    if name.is_empty() {
+        name = "user".into();
+    }
+    format!("{name}@{}", host.to_ascii_lowercase())
 }
 
 /// An activity to deliver to one inbox, signed by a local actor.
@@ -163,6 +202,7 @@ mod tests {
             public_key_pem: String::new(),
             name: String::new(),
             fetched_at: 0,
+            url: None,
         };
         let list = [
             actor("https://a.example/u/1", Some("https://a.example/inbox")),
@@ -170,6 +210,16 @@ mod tests {
             actor("https://b.example/u/1", None),
         ];
         assert_eq!(inboxes(&list), ["https://a.example/inbox", "https://b.example/u/1/inbox"]);
+    }
+
+    #[test]
+    fn a_remote_users_name_keeps_only_safe_characters_and_its_host() {
+        assert_eq!(remote_user_name("alice", "Lemmy.Example:8080"), "alice@lemmy.example:8080");
+        assert_eq!(remote_user_name("<b>ev il</b>/../", "a.example"), "bevilb..@a.example");
+        assert_eq!(remote_user_name("ü", "a.example"), "user@a.example");
+        assert_eq!(remote_user_name(&"x".repeat(100), "a.example").len(), 64);
+        assert!(is_remote_name(&remote_user_name("x", "a.example")));
+        assert!(crate::model::Username::parse("alice@a.example").is_err(), "no local name takes an '@'");
     }
 
     #[test]

@@ -13,7 +13,7 @@ pub mod sqlite;
 
 use std::future::Future;
 
-use crate::model::federation::{ActorKey, ActorKind, NewDelivery, QueuedDelivery, RemoteActor};
+use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
 use crate::model::instances::{InstanceEntry, InstanceRule};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::paging::PageLimit;
@@ -141,6 +141,10 @@ pub struct NewTopic {
     pub title: Title,
     pub body: Option<Text>,
     pub url: Option<Link>,
+    /// The remote `Page`'s id, for a topic that came over federation:
+    /// mapped to the topic in its transaction (`Conflict` when the id is
+    /// mapped already, so a repeated `Create` makes nothing).
+    pub remote_id: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -156,6 +160,8 @@ pub struct NewPost {
     pub topic_id: i64,
     pub parent_id: Option<i64>,
     pub body: Text,
+    /// The remote `Note`'s id, as `NewTopic::remote_id`.
+    pub remote_id: Option<String>,
 }
 
 /// A ban as a moderator or admin issues it.
@@ -715,6 +721,16 @@ pub trait Store: Send + Sync + 'static {
     fn finish_delivery(&self, id: i64, outcome: Delivery) -> impl Future<Output = StoreResult<()>> + Send;
     /// Deliveries waiting, for tests and `/metrics`.
     fn queued_deliveries(&self) -> impl Future<Output = StoreResult<i64>> + Send;
+    /// The user the stored remote actor `actor_id` acts as, made the first
+    /// time (no password, no token: it cannot log in), named `name`
+    /// (`RemoteActor::user_name`), or `name` with the actor's row id
+    /// before its '@' when another actor has that name. `NotFound` for an
+    /// actor not stored.
+    fn remote_user(&self, actor_id: String, name: String) -> impl Future<Output = StoreResult<User>> + Send;
+    /// The topic or post the remote object `object_id` became.
+    fn remote_object(&self, object_id: String) -> impl Future<Output = StoreResult<Option<LocalObject>>> + Send;
+    /// The remote id of a topic or post that came over federation.
+    fn remote_object_id(&self, target: VoteTarget) -> impl Future<Output = StoreResult<Option<String>>> + Send;
     /// The administrators' rules for other servers, by host.
     fn instance_rules(&self) -> impl Future<Output = StoreResult<Vec<InstanceEntry>>> + Send;
     /// Sets the rule for `host` (already `model::instances::parse_host`d),

@@ -223,6 +223,8 @@ struct ProfilePage {
     /// That viewer blocked this user.
     blocked: bool,
     joined: Time,
+    /// A remote user's profile page at its home instance.
+    home: Option<String>,
     rows: Vec<TopicRow>,
     posts: Vec<ProfilePost>,
 }
@@ -257,6 +259,7 @@ pub async fn profile<S: Store>(
         can_block: blocked.is_some(),
         blocked: blocked.unwrap_or(false),
         joined: Time::of(profile.user.created_at),
+        home: profile.home.clone(),
         rows: profile.topics.iter().filter(visible).map(TopicRow::of).collect(),
         posts: profile
             .posts

@@ -155,7 +155,7 @@ async fn create_reply<S: Store>(
     parent_id: Option<i64>,
     body: &str,
 ) -> AppResult<Post> {
-    let new = Reply { topic_id, parent_id, body: Body::parse(body)? };
+    let new = Reply { topic_id, parent_id, body: Body::parse(body)?, remote_id: None };
     crate::app::posts::create_post(state, user, ip, new).await
 }
 

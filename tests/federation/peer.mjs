@@ -4,13 +4,18 @@
 // a signed Follow, and takes Pith's Accept only after Fedify itself has
 // verified its HTTP signature (skipSignatureVerification is never set);
 // receives the Group's Announce of a topic posted on Pith (signed too);
-// then undoes the follow. Every step checks what it got and exits 1 with
+// a second actor, bob, on a second server follows too; alice posts a Page
+// into the community (which the Group announces to bob's server), replies
+// to it with a Note and Likes the local topic, each checked through Pith's
+// API (the Page a topic by alice@HOST, the Note its reply, the topic's
+// score 1); a local member's vote on alice's topic comes back as the
+// Group's Announce of that member's Like; then both undo their follows. Every step checks what it got and exits 1 with
 // the reason on the first failure. Run by tests/federation/run.sh:
 //   PITH_ADMIN_TOKEN=... node peer.mjs PITH_URL COMMUNITY
 import http from "node:http";
 import {
-  Accept, Announce, Create, createFederation, Endpoints, Follow, generateCryptoKeyPair, getNodeInfo, Group, MemoryKvStore,
-  Page, Person, Undo,
+  Accept, Announce, Create, createFederation, Endpoints, Follow, generateCryptoKeyPair, getNodeInfo, Group, Like,
+  MemoryKvStore, Note, Page, Person, PUBLIC_COLLECTION, Undo,
 } from "@fedify/fedify";
 
 const [pith, community] = process.argv.slice(2);
@@ -32,24 +37,25 @@ function within(ms, promise, what) {
 // as --federation-allow-private allows them to Pith.
 const federation = createFederation({ kv: new MemoryKvStore(), allowPrivateAddress: true });
 const keys = await generateCryptoKeyPair("RSASSA-PKCS1-v1_5");
+const bobKeys = await generateCryptoKeyPair("RSASSA-PKCS1-v1_5");
 const accepted = [];
 let onAccept = () => {};
 let onAnnounce = () => {};
 
 federation
   .setActorDispatcher("/users/{identifier}", async (ctx, identifier) => {
-    if (identifier !== "alice") return null;
+    if (identifier !== "alice" && identifier !== "bob") return null;
     const [pair] = await ctx.getActorKeyPairs(identifier);
     return new Person({
       id: ctx.getActorUri(identifier),
       preferredUsername: identifier,
-      name: "Alice of Fedify",
+      name: identifier === "alice" ? "Alice of Fedify" : "Bob of Fedify",
       inbox: ctx.getInboxUri(identifier),
       endpoints: new Endpoints({ sharedInbox: ctx.getInboxUri() }),
       publicKey: pair.cryptographicKey,
     });
   })
-  .setKeyPairsDispatcher(async (_ctx, identifier) => (identifier === "alice" ? [keys] : []));
+  .setKeyPairsDispatcher(async (_ctx, identifier) => (identifier === "alice" ? [keys] : identifier === "bob" ? [bobKeys] : []));
 
 federation.setInboxListeners("/users/{identifier}/inbox", "/inbox").on(Accept, async (_ctx, accept) => {
   // Only reached once Fedify has verified the request's signature against
@@ -60,7 +66,7 @@ federation.setInboxListeners("/users/{identifier}/inbox", "/inbox").on(Accept, a
   onAnnounce(announce);
 });
 
-const server = http.createServer(async (req, res) => {
+async function handle(req, res) {
   const chunks = [];
   for await (const chunk of req) chunks.push(chunk);
   const headers = new Headers();
@@ -75,8 +81,16 @@ const server = http.createServer(async (req, res) => {
   const response = await federation.fetch(request, { contextData: undefined });
   res.writeHead(response.status, Object.fromEntries(response.headers));
   res.end(Buffer.from(await response.arrayBuffer()));
-});
+}
+// Two servers (two hosts to Pith: the port is part of the host): alice's,
+// and bob's, a second follower that gets what alice sends, forwarded.
+const server = http.createServer(handle);
+const server2 = http.createServer(handle);
 await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+await new Promise((ok) => server2.listen(0, "127.0.0.1", ok));
+const base2 = `http://127.0.0.1:${server2.address().port}`;
+const ctx2 = federation.createContext(new URL(base2), undefined);
+const bob = ctx2.getActorUri("bob");
 const base = `http://127.0.0.1:${server.address().port}`;
 const ctx = federation.createContext(new URL(base), undefined);
 const alice = ctx.getActorUri("alice");
@@ -147,15 +161,100 @@ try {
     fail(`the Create carries ${page?.constructor?.name} ${page?.name}`);
   }
   step(`Announce(Create(Page "${page.name}")) received from the Group, its signature verified by Fedify`);
+  const localTopic = (await posted.json()).id;
+
+  // Bob, on a second server, follows the community too.
+  const bobAccepted = new Promise((ok) => (onAccept = ok));
+  await ctx2.sendActivity({ identifier: "bob" }, group, new Follow({ id: new URL(`${base2}/follows/1`), actor: bob, object: group.id }));
+  const bobAccept = await within(15000, bobAccepted, "Pith's Accept of bob's Follow");
+  if ((await bobAccept.getObject())?.actorId?.href !== bob.href) fail("the second Accept is not bob's");
+  step(`a second follower, ${bob.href}, on another server: Follow accepted`);
+
+  // Alice posts into the community: a Page, sent as Fedify sends it. The
+  // Group announces it to bob's server (not back to alice's).
+  const forwarded = new Promise((ok) => (onAnnounce = async (a) => {
+    const inner = await a.getObject();
+    if (inner instanceof Create && inner.actorId?.href === alice.href) ok(inner);
+  }));
+  const api = async (path) => {
+    const res = await fetch(`${pith}/api/v1${path}`);
+    if (res.status !== 200) fail(`GET ${path} answered ${res.status}`);
+    return res.json();
+  };
+  const pageId = new URL(`${base}/pages/1`);
+  await ctx.sendActivity({ identifier: "alice" }, group, new Create({
+    id: new URL(`${base}/pages/1/create`), actor: alice, to: PUBLIC_COLLECTION, cc: group.id,
+    object: new Page({
+      id: pageId, attribution: alice, to: PUBLIC_COLLECTION, cc: group.id, audience: group.id,
+      name: "From Fedify", content: "<p>Written on <b>Fedify</b> &amp; sent as HTML</p>",
+    }),
+  }));
+  const aliceName = `alice@${new URL(base).host}`;
+  const listing = await api(`/communities/${community}/topics?sort=new`);
+  const remoteTopic = (listing.topics ?? listing.items ?? []).find((t) => t.title === "From Fedify");
+  if (!remoteTopic) fail(`the Page is not a topic of ${community}: ${JSON.stringify(listing)}`);
+  if (remoteTopic.author !== aliceName) fail(`the topic's author is ${remoteTopic.author}, not ${aliceName}`);
+  const shown = await api(`/topics/${remoteTopic.id}`);
+  if (shown.topic.body !== "Written on Fedify & sent as HTML") fail(`the topic's body: ${JSON.stringify(shown.topic.body)}`);
+  step(`Create(Page) taken: topic ${remoteTopic.id} by ${aliceName}, its HTML made text`);
+  const relayed = await within(20000, forwarded, "the Group's Announce of alice's Create to bob");
+  const relayedPage = await relayed.getObject();
+  if (!(relayedPage instanceof Page) || relayedPage.id?.href !== pageId.href) {
+    fail(`the forwarded Create carries ${relayedPage?.constructor?.name} ${relayedPage?.id?.href}`);
+  }
+  step("Announce(Create(Page by alice)) received on bob's server from the Group, its signature verified by Fedify");
+
+  // A Note replying to the Page.
+  await ctx.sendActivity({ identifier: "alice" }, group, new Create({
+    id: new URL(`${base}/notes/1/create`), actor: alice, to: PUBLIC_COLLECTION, cc: group.id,
+    object: new Note({
+      id: new URL(`${base}/notes/1`), attribution: alice, to: PUBLIC_COLLECTION, cc: group.id,
+      replyTarget: pageId, content: "<p>and a reply</p>",
+    }),
+  }));
+  const thread = await api(`/topics/${remoteTopic.id}`);
+  if (thread.posts?.[0]?.body !== "and a reply" || thread.posts[0].author !== aliceName) {
+    fail(`the Note is not the topic's reply: ${JSON.stringify(thread.posts)}`);
+  }
+  step(`Create(Note) taken: a reply by ${aliceName}`);
+
+  // A Like of the local member's topic.
+  await ctx.sendActivity({ identifier: "alice" }, group, new Like({
+    id: new URL(`${base}/likes/1`), actor: alice, object: new URL(`${pith}/ap/t/${localTopic}`),
+  }));
+  const liked = await api(`/topics/${localTopic}`);
+  if (liked.topic.score !== 1) fail(`the local topic's score after the Like is ${liked.topic.score}`);
+  step("Like taken: the local topic's score is 1");
+
+  // A local member's vote on alice's topic goes out as that member's Like
+  // of alice's Page, announced by the Group.
+  const gotLike = new Promise((ok) => (onAnnounce = async (a) => {
+    const inner = await a.getObject();
+    if (inner instanceof Like && inner.objectId?.href === pageId.href) ok(inner);
+  }));
+  const voted = await fetch(`${pith}/api/v1/topics/${remoteTopic.id}/vote`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${process.env.PITH_ADMIN_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ value: 1 }),
+  });
+  if (voted.status !== 200) fail(`voting on Pith answered ${voted.status}`);
+  const localLike = await within(20000, gotLike, "the Group's Announce of the local Like");
+  if (localLike.actorId?.href !== `${pith}/ap/u/admin`) fail(`the Like is by ${localLike.actorId?.href}, not the voter`);
+  step("a local vote on alice's topic: Announce(Like of alice's Page by the voter) received");
 
   await ctx.sendActivity({ identifier: "alice" }, group, new Undo({ id: new URL(`${base}/follows/1/undo`), actor: alice, object: follow }));
+  await ctx2.sendActivity({ identifier: "bob" }, group, new Undo({
+    id: new URL(`${base2}/follows/1/undo`), actor: bob,
+    object: new Follow({ id: new URL(`${base2}/follows/1`), actor: bob, object: group.id }),
+  }));
   const after = await (await fetch(group.followersId, { headers: { accept: "application/activity+json" } })).json();
   if (after.totalItems !== 0) fail(`followers after Undo: ${JSON.stringify(after)}`);
-  step("Undo(Follow) delivered; Pith counts 0 followers");
+  step("Undo(Follow) of both delivered; Pith counts 0 followers");
   console.log("peer: all steps passed");
 } catch (e) {
   fail(e?.stack ?? String(e));
 } finally {
   server.close();
+  server2.close();
 }
 process.exit(0);

@@ -472,3 +472,41 @@ async fn pith_user_add_refuses_an_existing_name_and_pith_user_token_issues_a_new
     assert!(labels.contains(&"pith user add") && labels.contains(&"pith user token"), "{list}");
     app.stop().await;
 }
+
+/// A remote user (`name@host`, made when its server first sent an
+/// activity) gets no token and no reset link from the command line:
+/// nothing ever lets it sign in here.
+#[tokio::test]
+async fn pith_user_token_and_reset_link_refuse_a_remote_user() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().as_os_str();
+    {
+        let store = pith::store::sqlite::SqliteStore::open(
+            &dir.path().join("pith.db"),
+            &pith::store::sqlite::SqliteOptions::default(),
+        )
+        .expect("open");
+        let key = pith::app::federation::keys::generate().expect("key");
+        let actor = pith::model::federation::RemoteActor {
+            id: "https://a.example/u/eve".into(),
+            inbox: "https://a.example/u/eve/inbox".into(),
+            shared_inbox: None,
+            key_id: "https://a.example/u/eve#main-key".into(),
+            public_key_pem: key.public_pem,
+            name: "eve".into(),
+            fetched_at: 0,
+            url: None,
+        };
+        store.put_remote_actor(actor).await.expect("actor");
+        let eve = store.remote_user("https://a.example/u/eve".into(), "eve@a.example".into()).await.expect("user");
+        assert_eq!(eve.name, "eve@a.example");
+        store.shutdown().await;
+    }
+    for command in ["token", "reset-link"] {
+        let out =
+            run_pith(&["user".as_ref(), command.as_ref(), "eve@a.example".as_ref(), "--data-dir".as_ref(), data]).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("a user of another instance"), "{command}: {err}");
+        assert!(out.stdout.is_empty(), "{command}: nothing printed");
+    }
+}

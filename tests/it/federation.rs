@@ -68,13 +68,20 @@ struct Remote {
 
 impl Remote {
     async fn start() -> Remote {
+        Remote::start_as("remote").await
+    }
+
+    /// A server whose one actor is `/users/NAME`... named "remote" in its
+    /// paths whatever `name` is (`preferredUsername`).
+    async fn start_as(name: &str) -> Remote {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let key = keys::generate().expect("key");
         let received = Arc::new(Mutex::new(Vec::new()));
         let actor = json!({
             "@context": ["https://www.w3.org/ns/activitystreams", "https://w3id.org/security/v1"],
-            "id": format!("{base}/users/remote"), "type": "Person", "preferredUsername": "remote",
+            "id": format!("{base}/users/remote"), "type": "Person", "preferredUsername": name,
+            "url": format!("{base}/@{name}"),
             "inbox": format!("{base}/users/remote/inbox"),
             "publicKey": {"id": format!("{base}/users/remote#main-key"), "owner": format!("{base}/users/remote"),
                           "publicKeyPem": key.public_pem},
@@ -371,7 +378,7 @@ async fn inbox_checks_and_follows<S: Store>(app: TestApp<S>) {
     assert_eq!(create_page["object"]["actor"], format!("{}/ap/u/ferris", app.addr));
     assert_eq!(create_page["object"]["object"]["name"], "Lifetimes");
 
-    // Another activity, signed, is taken and dropped (not built yet).
+    // A vote on something not ours (the Group itself) is taken and dropped.
     let like =
         json!({"id": format!("{}/likes/1", remote.base), "type": "Like", "actor": remote.actor(), "object": group});
     assert_eq!(remote.post(&app, path, &serde_json::to_vec(&like).expect("json"), None, |_| {}).await.status, 202);
@@ -495,6 +502,254 @@ async fn pith_deliveries(app: &TestApp) -> (i64, i64, i64) {
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )
     .expect("read")
+}
+
+const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
+
+/// Sends `activity` signed by `remote` to `path`.
+async fn deliver<S: Store>(remote: &Remote, app: &TestApp<S>, path: &str, activity: &Value) -> Reply {
+    remote.post(app, path, &serde_json::to_vec(activity).expect("json"), None, |_| {}).await
+}
+
+/// `kind` of `object` by the remote actor, addressed to the Group.
+fn activity(remote: &Remote, group: &str, kind: &str, n: u32, object: Value) -> Value {
+    json!({"@context": "https://www.w3.org/ns/activitystreams",
+           "id": format!("{}/activities/{}/{n}", remote.base, kind.to_ascii_lowercase()), "type": kind,
+           "actor": remote.actor(), "to": [PUBLIC], "cc": [group], "audience": group, "object": object})
+}
+
+/// The remote object `id` became this topic or post.
+async fn local<S: Store>(app: &TestApp<S>, id: &str) -> pith::model::VoteTarget {
+    app.state.store.remote_object(id.to_owned()).await.expect("read").expect("mapped").target
+}
+
+/// The Announces `remote` got after its first `skip` deliveries, as
+/// (inner type, inner actor, inner object's id or the object).
+fn announced(got: &[(HeaderMap, Vec<u8>)], skip: usize) -> Vec<(String, String, String)> {
+    got[skip..]
+        .iter()
+        .map(|(_, body)| {
+            let a: Value = serde_json::from_slice(body).expect("json");
+            assert_eq!(a["type"], "Announce", "{a}");
+            let inner = &a["object"];
+            let object = inner["object"]["id"].as_str().or(inner["object"].as_str()).unwrap_or("").to_owned();
+            (inner["type"].as_str().unwrap_or("").to_owned(), inner["actor"].as_str().unwrap_or("").to_owned(), object)
+        })
+        .collect()
+}
+
+/// A remote user posts into a local community (FEP-1b12): a Page, a Note
+/// replying to it and one replying to a local topic, an Update by the
+/// author and one refused from another server, votes and their Undo,
+/// a Delete; each taken announced to the other follower, not back to its
+/// origin; a local vote sent out; a moderator's removal sent as the
+/// Group's Delete; a banned remote user refused.
+async fn remote_content<S: Store>(app: TestApp<S>) {
+    app.community("rust").await;
+    let remote = Remote::start().await;
+    let other = Remote::start_as("other").await;
+    let group = format!("{}/ap/c/rust", app.addr);
+    let inbox = "/ap/c/rust/inbox";
+    for r in [&remote, &other] {
+        assert_eq!(deliver(r, &app, inbox, &follow(r, &group)).await.status, 202);
+        r.wait_for(1).await;
+    }
+    let host = remote.base.trim_start_matches("http://").to_owned();
+    let name = format!("remote@{host}");
+    let ferris = app.user("ferris").await;
+    let local_topic = app.topic("rust", &ferris, "Local things").await;
+
+    // A Page with its Markdown source: a topic by `remote@HOST`, rendered
+    // by Pith from the source.
+    let page_id = format!("{}/post/1", remote.base);
+    let page = json!({"id": page_id, "type": "Page", "attributedTo": remote.actor(), "to": [group, PUBLIC],
+                      "audience": group, "name": "From afar", "content": "<p>ignored <b>HTML</b></p>",
+                      "mediaType": "text/html",
+                      "source": {"content": "Hello from *afar* <script>x()</script>", "mediaType": "text/markdown"}});
+    let create = activity(&remote, &group, "Create", 1, page.clone());
+    let r = deliver(&remote, &app, inbox, &create).await;
+    assert_eq!(r.status, 202, "{:?}", r.json());
+    let pith::model::VoteTarget::Topic(topic) = local(&app, &page_id).await else { panic!("a topic") };
+    let (status, t) = app.get(&format!("/api/v1/topics/{topic}")).await;
+    assert_eq!(status, 200);
+    assert_eq!((t["topic"]["author"].as_str(), t["topic"]["title"].as_str()), (Some(name.as_str()), Some("From afar")));
+    assert_eq!(t["topic"]["body"], "Hello from *afar* <script>x()</script>");
+    let html = t["topic"]["body_html"].as_str().expect("html");
+    assert!(html.contains("<em>afar</em>") && !html.contains("<script"), "{html}");
+    // Shown with its home instance: in the API and on its page.
+    let (status, profile) = app.get(&format!("/api/v1/users/{name}")).await;
+    assert_eq!((status, profile["home"].as_str()), (200, Some(format!("{}/@remote", remote.base).as_str())));
+    let page_html = fetch(app.req(Method::GET, &format!("/u/{name}"))).await;
+    assert!(String::from_utf8_lossy(&page_html.bytes).contains(&format!("{}/@remote", remote.base)));
+    // Our id of its topic sends the asker to the Page at home, as Lemmy does.
+    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let ours = fetch(no_redirects.get(app.url(&format!("/ap/t/{topic}"))).header("accept", AP)).await;
+    assert_eq!((ours.status, ours.header("location")), (308, Some(page_id.as_str())));
+    // It is no actor of ours, and it cannot log in.
+    assert_eq!(get_ap(&app, &format!("/ap/u/{name}")).await.status, 404);
+    let login = app.post("/api/v1/auth/login", None, json!({"username": name, "password": "password123"})).await;
+    assert_eq!(login.0, 401, "{}", login.1);
+    let wf = fetch(app.req(
+        Method::GET,
+        &format!("/.well-known/webfinger?resource=acct:{name}@{}", app.addr.trim_start_matches("http://")),
+    ))
+    .await;
+    assert_eq!(wf.status, 404);
+    // Nor can it be made a moderator (it could never act as one).
+    let seat = format!("/api/v1/communities/rust/moderators/{name}");
+    let (status, body) = app.send(Method::PUT, &seat, Some(&app.admin_token), None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (422, Some("remote_user")), "{body}");
+
+    // The same Create again changes nothing.
+    assert_eq!(deliver(&remote, &app, "/ap/inbox", &create).await.status, 202);
+    assert_eq!(app.state.store.community("rust".into()).await.expect("community").topic_count, 2);
+
+    // A Note replying to the Page, with HTML only (no source), through
+    // the shared inbox; and one replying to a local topic.
+    let note_id = format!("{}/comment/1", remote.base);
+    let note = json!({"id": note_id, "type": "Note", "attributedTo": remote.actor(), "inReplyTo": page_id,
+                      "to": [PUBLIC], "cc": [group],
+                      "content": "<p>A <b>reply</b> &amp; <script>alert(1)</script>more *text*</p>"});
+    assert_eq!(deliver(&remote, &app, "/ap/inbox", &activity(&remote, &group, "Create", 2, note)).await.status, 202);
+    let pith::model::VoteTarget::Post(reply) = local(&app, &note_id).await else { panic!("a post") };
+    let t = app.read_topic(topic, "old").await;
+    assert_eq!(t["posts"][0]["id"], reply);
+    assert_eq!(t["posts"][0]["author"], name.as_str());
+    assert_eq!(t["posts"][0]["body"], "A reply & more \\*text\\*");
+    let local_note = json!({"id": format!("{}/comment/2", remote.base), "type": "Note",
+                            "attributedTo": remote.actor(), "inReplyTo": format!("{}/ap/t/{local_topic}", app.addr),
+                            "content": "<p>nice</p>"});
+    assert_eq!(deliver(&remote, &app, inbox, &activity(&remote, &group, "Create", 3, local_note)).await.status, 202);
+    assert_eq!(app.read_topic(local_topic, "old").await["posts"][0]["body"], "nice");
+    // The topic's page shows the remote author like any other.
+    let shown = fetch(app.req(Method::GET, &format!("/t/{topic}"))).await;
+    assert_eq!(shown.status, 200);
+    assert!(String::from_utf8_lossy(&shown.bytes).contains(&format!("/u/{name}")));
+    // A locked topic takes no remote reply either.
+    let lock = app.post(&format!("/api/v1/topics/{local_topic}/lock"), Some(&app.admin_token), json!({})).await;
+    assert_eq!(lock.0, 204, "{}", lock.1);
+    let late = json!({"id": format!("{}/comment/3", remote.base), "type": "Note", "attributedTo": remote.actor(),
+                      "inReplyTo": format!("{}/ap/t/{local_topic}", app.addr), "content": "<p>late</p>"});
+    let refused = deliver(&remote, &app, inbox, &activity(&remote, &group, "Create", 5, late)).await;
+    assert_eq!((refused.status, refused.json()["error"]["code"].as_str()), (403, Some("topic_locked")));
+
+    // An Update by its author replaces the body; one from another server
+    // (claiming the Page as its own) is refused and changes nothing.
+    let mut edited = page.clone();
+    edited["source"]["content"] = json!("Edited from afar");
+    assert_eq!(
+        deliver(&remote, &app, inbox, &activity(&remote, &group, "Update", 1, edited.clone())).await.status,
+        202
+    );
+    let mut stolen = edited.clone();
+    stolen["attributedTo"] = json!(other.actor());
+    stolen["source"]["content"] = json!("Defaced");
+    let refused = deliver(&other, &app, inbox, &activity(&other, &group, "Update", 1, stolen)).await;
+    assert_eq!((refused.status, refused.json()["error"]["code"].as_str()), (403, Some("not_author")));
+    assert_eq!(app.read_topic(topic, "old").await["topic"]["body"], "Edited from afar");
+
+    // Votes: a Like of a local topic, a Dislike of the Page and its Undo.
+    let like = activity(&remote, &group, "Like", 1, json!(format!("{}/ap/t/{local_topic}", app.addr)));
+    assert_eq!(deliver(&remote, &app, inbox, &like).await.status, 202);
+    assert_eq!(app.read_topic(local_topic, "old").await["topic"]["score"], 1);
+    let dislike = activity(&remote, &group, "Dislike", 1, json!(page_id));
+    assert_eq!(deliver(&remote, &app, inbox, &dislike).await.status, 202);
+    assert_eq!(app.read_topic(topic, "old").await["topic"]["score"], -1);
+    let undo = activity(&remote, &group, "Undo", 9, dislike.clone());
+    assert_eq!(deliver(&remote, &app, inbox, &undo).await.status, 202);
+    assert_eq!(app.read_topic(topic, "old").await["topic"]["score"], 0);
+    // A vote on something that is not ours: 202, and dropped.
+    let elsewhere = activity(&remote, &group, "Like", 2, json!("https://elsewhere.example/post/9"));
+    assert_eq!(deliver(&remote, &app, inbox, &elsewhere).await.status, 202);
+
+    // The author deletes its Note (as a Tombstone).
+    let tombstone = json!({"id": note_id, "type": "Tombstone"});
+    assert_eq!(deliver(&remote, &app, inbox, &activity(&remote, &group, "Delete", 1, tombstone)).await.status, 202);
+    assert_eq!(app.read_topic(topic, "old").await["posts"][0]["deleted"], true);
+
+    // Each activity taken reached the other follower in the Group's
+    // Announce, with the remote user as its actor; none went back to the
+    // server it came from.
+    let mut want: Vec<(String, String, String)> = [
+        ("Create", page_id.as_str()),
+        ("Create", note_id.as_str()),
+        ("Create", &format!("{}/comment/2", remote.base)),
+        ("Update", page_id.as_str()),
+        ("Like", &format!("{}/ap/t/{local_topic}", app.addr)),
+        ("Dislike", page_id.as_str()),
+        ("Undo", ""),
+        ("Delete", note_id.as_str()),
+    ]
+    .iter()
+    .map(|(kind, object)| (kind.to_string(), remote.actor(), object.to_string()))
+    .collect();
+    // (the Accept, the local topic's Create and its lock's Update, and these, in whatever order
+    // the queue's concurrent deliveries arrive)
+    let mut got = announced(&other.wait_for(3 + want.len()).await, 1);
+    got.retain(|(_, actor, _)| *actor == remote.actor());
+    got.iter_mut().filter(|g| g.0 == "Undo").for_each(|g| g.2.clear());
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    let back = announced(&remote.received.lock().expect("lock").clone(), 1);
+    assert!(back.iter().all(|(_, actor, _)| *actor != remote.actor()), "{back:?}");
+
+    // A local vote on the remote Page goes out as ferris's Like of it.
+    app.vote("topics", topic, &ferris, 1).await;
+    let ferris_id = format!("{}/ap/u/ferris", app.addr);
+    let seen = other.wait_for(3 + want.len() + 1).await;
+    let last = announced(&seen, seen.len() - 1);
+    assert_eq!(last, [("Like".to_owned(), ferris_id.clone(), page_id.clone())]);
+    app.vote("topics", topic, &ferris, 0).await;
+    let seen = other.wait_for(3 + want.len() + 2).await;
+    let undo: Value = serde_json::from_slice(&seen[seen.len() - 1].1).expect("json");
+    assert_eq!(
+        (undo["object"]["type"].as_str(), undo["object"]["object"]["type"].as_str()),
+        (Some("Undo"), Some("Like"))
+    );
+
+    // A moderator removes the remote topic: the Group's Delete of its id.
+    let (status, body) =
+        app.post(&format!("/api/v1/topics/{topic}/remove"), Some(&app.admin_token), json!({"reason": "spam"})).await;
+    assert_eq!(status, 204, "{body}");
+    let seen = other.wait_for(3 + want.len() + 3).await;
+    let last = announced(&seen, seen.len() - 1);
+    assert_eq!(last, [("Delete".to_owned(), group.clone(), page_id.clone())]);
+
+    // Banned from the community, the remote user's Create is refused.
+    let (status, body) = app
+        .post("/api/v1/communities/rust/bans", Some(&app.admin_token), json!({"username": name, "reason": "spam"}))
+        .await;
+    assert!((200..300).contains(&status), "{status} {body}");
+    let page2 = json!({"id": format!("{}/post/2", remote.base), "type": "Page", "attributedTo": remote.actor(),
+                       "audience": group, "name": "Again", "content": "<p>spam</p>"});
+    let refused = deliver(&remote, &app, inbox, &activity(&remote, &group, "Create", 4, page2)).await;
+    assert_eq!((refused.status, refused.json()["error"]["code"].as_str()), (403, Some("banned")));
+    assert!(app.state.store.remote_object(format!("{}/post/2", remote.base)).await.expect("read").is_none());
+
+    // An administrator deletes the remote account: it posts no more, even
+    // once the ban is lifted.
+    let (status, body) = app.delete(&format!("/api/v1/communities/rust/bans/{name}"), Some(&app.admin_token)).await;
+    assert!((200..300).contains(&status), "{status} {body}");
+    let purge = json!({"content": "keep_anonymous"});
+    let (status, body) =
+        app.send(Method::DELETE, &format!("/api/v1/admin/users/{name}"), Some(&app.admin_token), Some(purge)).await;
+    assert_eq!(status, 204, "{body}");
+    let page3 = json!({"id": format!("{}/post/3", remote.base), "type": "Page", "attributedTo": remote.actor(),
+                       "audience": group, "name": "Back", "content": "<p>again</p>"});
+    let refused = deliver(&remote, &app, inbox, &activity(&remote, &group, "Create", 6, page3)).await;
+    assert_eq!((refused.status, refused.json()["error"]["code"].as_str()), (403, Some("banned")));
+}
+
+#[tokio::test]
+async fn a_remote_user_posts_edits_votes_and_deletes_and_the_group_announces_it_on_sqlite() {
+    remote_content(spawn_federated_app().await).await;
+}
+
+#[tokio::test]
+async fn a_remote_user_posts_edits_votes_and_deletes_and_the_group_announces_it_on_postgres() {
+    let db = TestDb::create().await;
+    remote_content(spawn_federated_pg_app(&db).await).await;
 }
 
 // ---------------------------------------------------------------------------

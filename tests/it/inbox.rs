@@ -178,7 +178,7 @@ async fn the_unread_count_stops_at_a_thousand() {
     let bob = store.create_user(pith::model::Username::parse("bob").expect("name"), None, false).await.expect("bob");
     let replies = (0..1001).map(|i| {
         let body = Text::render(Body::parse(&format!("reply {i}")).expect("body"));
-        store.create_post(&bob, pith::store::NewPost { topic_id: topic, parent_id: None, body })
+        store.create_post(&bob, pith::store::NewPost { topic_id: topic, parent_id: None, body, remote_id: None })
     });
     for post in futures_util::future::join_all(replies).await {
         post.expect("reply");

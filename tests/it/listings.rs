@@ -35,6 +35,7 @@ async fn app_with_aged_topics(aged: &[(i64, i64)]) -> (TestApp, Vec<i64>) {
             title: Title::parse(&format!("aged {i}")).expect("title"),
             body: None,
             url: None,
+            remote_id: None,
         };
         let created = now.0 - age;
         let topic = writes::create_topic(&conn, &elder, &new, None, Timestamp(created)).expect("topic");

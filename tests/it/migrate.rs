@@ -112,6 +112,7 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
         public_key_pem: "pem".into(),
         name: "r".into(),
         fetched_at: 1_700_000_000,
+        url: Some("https://a.example/@r".into()),
     };
     store.put_remote_actor(remote).await.expect("actor");
     store
@@ -126,6 +127,16 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
         key_id: "k".into(),
     };
     store.queue_deliveries(vec![delivery], pith::model::Timestamp(1_700_000_000)).await.expect("queue");
+    // A remote user and the topic its `Page` became.
+    let remote = store.remote_user("https://a.example/u/r".into(), "r@a.example".into()).await.expect("remote user");
+    let page = pith::store::NewTopic {
+        community: pith::model::CommunityName::parse("pis").expect("name"),
+        title: pith::model::Title::parse("From afar").expect("title"),
+        body: None,
+        url: None,
+        remote_id: Some("https://a.example/post/1".into()),
+    };
+    store.create_topic(&remote, page).await.expect("remote topic");
     let rule = pith::model::instances::InstanceRule::Block;
     store.set_instance_rule("spam.example".into(), Some((rule, "spam".into()))).await.expect("rule");
     let want = app.read_topic(topic, "old").await;

@@ -374,6 +374,7 @@ async fn concurrent_replies_to_one_topic_all_succeed_and_are_counted() {
                     topic_id: topic.id,
                     parent_id: None,
                     body: Text::render(Body::parse(&format!("reply {i}")).expect("body")),
+                    remote_id: None,
                 };
                 store.create_post(&admin, reply).await
             })
@@ -409,6 +410,7 @@ async fn topic_fixture(
         title: Title::parse(title).expect("title"),
         body: None,
         url: None,
+        remote_id: None,
     };
     let topic = store.create_topic(&admin, new).await.expect("topic");
     (db, store, admin, topic)

@@ -157,7 +157,10 @@ async fn the_wal_stays_bounded_under_sustained_writes() {
     let body = Body::parse(&"w".repeat(2_000)).expect("body");
     for i in 0..3_000 {
         store
-            .create_post(&user, NewPost { topic_id: 1, parent_id: None, body: Text::render(body.clone()) })
+            .create_post(
+                &user,
+                NewPost { topic_id: 1, parent_id: None, body: Text::render(body.clone()), remote_id: None },
+            )
             .await
             .expect("write");
         if i % 10 == 0 {

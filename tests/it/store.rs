@@ -25,11 +25,12 @@ fn new_topic(community: &str, title: &str, text: Option<&str>) -> NewTopic {
         title: Title::parse(title).expect("title"),
         body: text.map(|t| Text::render(body(t))),
         url: None,
+        remote_id: None,
     }
 }
 
 fn reply(topic_id: i64, parent_id: Option<i64>, text: &str) -> NewPost {
-    NewPost { topic_id, parent_id, body: Text::render(body(text)) }
+    NewPost { topic_id, parent_id, body: Text::render(body(text)), remote_id: None }
 }
 
 fn listing(community: Option<&str>, sort: TopicSort, limit: usize) -> ListTopics {
@@ -562,6 +563,6 @@ async fn the_postgres_store_tells_the_whole_story_and_keeps_it_across_a_reconnec
     let profile = store.profile("bob".into()).await.expect("profile");
     assert_eq!(profile.topics[0].body.as_deref(), Some("Which microSD card?"));
     let applied = db.client().await.query_one("SELECT count(*) FROM pith_migrations", &[]).await.expect("count");
-    assert_eq!(applied.get::<_, i64>(0), 12);
+    assert_eq!(applied.get::<_, i64>(0), 13);
     store.shutdown().await;
 }

@@ -27,7 +27,13 @@ async fn forum(dir: &std::path::Path) -> (Arc<SqliteStore>, pith::model::User, i
     let topic = store
         .create_topic(
             &user,
-            NewTopic { community, title: Title::parse("Words").expect("title"), body: None, url: None },
+            NewTopic {
+                community,
+                title: Title::parse("Words").expect("title"),
+                body: None,
+                url: None,
+                remote_id: None,
+            },
         )
         .await
         .expect("topic");
@@ -72,7 +78,7 @@ async fn a_batch_of_concurrent_writes_is_searchable_exactly_as_stored() {
         async move {
             let body = Body::parse(&format!("first {} text", word("zq", i))).expect("body");
             store
-                .create_post(&user, NewPost { topic_id, parent_id: None, body: Text::render(body) })
+                .create_post(&user, NewPost { topic_id, parent_id: None, body: Text::render(body), remote_id: None })
                 .await
                 .expect("post")
                 .id
@@ -141,7 +147,7 @@ async fn refused_replies_in_a_batch_leave_nothing_and_the_rest_commit() {
                 1 => (topic_id, Some(888_888)), // no such parent
                 _ => (topic_id, None),
             };
-            store.create_post(&user, NewPost { topic_id, parent_id, body: Text::render(body) }).await
+            store.create_post(&user, NewPost { topic_id, parent_id, body: Text::render(body), remote_id: None }).await
         }
     }))
     .await;

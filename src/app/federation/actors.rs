@@ -71,6 +71,7 @@ pub fn parse_actor(doc: &Value, fetched_from: &str) -> Result<RemoteActor, Strin
     keys::public_der(&pem)?;
     let shared_inbox = doc.get("endpoints").and_then(|e| text(e, "sharedInbox")).filter(|s| same_host(s, &id));
     let name = text(doc, "preferredUsername").unwrap_or_else(|| id.rsplit('/').next().unwrap_or("").to_owned());
+    let url = text(doc, "url").filter(|u| same_host(u, &id) && u.len() <= 2000);
     Ok(RemoteActor {
         id,
         inbox,
@@ -79,6 +80,7 @@ pub fn parse_actor(doc: &Value, fetched_from: &str) -> Result<RemoteActor, Strin
         public_key_pem: pem,
         name: name.chars().filter(|c| !c.is_control()).take(64).collect(),
         fetched_at: Timestamp::now().0,
+        url,
     })
 }
 

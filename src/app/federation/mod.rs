@@ -1,14 +1,19 @@
 //! Federation over ActivityPub, phase 1 (docs/FEDERATION.md): the
 //! settings, the ids local actors and objects have, the actors' keys
 //! (`keys`), HTTP signatures (`signature`), outbound HTTP to other
-//! servers (`client`), the delivery queue's sender (`queue`), remote actors fetched and cached (`actors`),
-//! what a remote `Follow` or `Undo` does (`follow`), and which servers may
-//! federate (`instances`). The routes that
-//! serve all this are `crate::activitypub`'s.
+//! servers (`client`), the delivery queue's sender (`queue`), remote
+//! actors fetched and cached (`actors`), which servers may federate
+//! (`instances`), what a remote `Follow` or `Undo` does (`follow`), what a
+//! remote user's `Create`, `Update`, `Delete`, `Like` and `Dislike` do
+//! (`inbound`, with `content` for their text), and what local writes send
+//! out (`outbound`). The routes that serve all this are
+//! `crate::activitypub`'s.
 
 pub mod actors;
 pub mod client;
+pub mod content;
 pub mod follow;
+pub mod inbound;
 pub mod instances;
 pub mod keys;
 pub mod objects;
@@ -108,8 +113,9 @@ pub mod ids {
     pub fn topic(base: &str, id: i64) -> String {
         format!("{base}/ap/t/{id}")
     }
-    pub fn post(base: &str, id: i64) -> String {
-        format!("{base}/ap/p/{id}")
+    /// A post's `Note`, under its topic.
+    pub fn note(base: &str, topic: i64, post: i64) -> String {
+        format!("{base}/ap/t/{topic}/p/{post}")
     }
     pub fn shared_inbox(base: &str) -> String {
         format!("{base}/ap/inbox")

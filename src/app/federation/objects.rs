@@ -6,7 +6,9 @@
 use serde_json::{Value, json};
 
 use super::ids;
-use crate::model::{Post, Timestamp, Topic};
+use crate::app::{AppResult, AppState};
+use crate::model::{Post, Timestamp, Topic, VoteTarget};
+use crate::store::Store;
 
 /// ActivityStreams' public address.
 pub const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
@@ -53,16 +55,38 @@ pub fn page_json(base: &str, t: &Topic) -> Value {
     page
 }
 
-/// A post's `Note`: `inReplyTo` its parent post, or its topic's `Page`.
-pub fn note_json(base: &str, t: &Topic, p: &Post) -> Value {
+/// The id a topic or post (of topic `topic_id`) has on the Fediverse:
+/// the remote object's for one that came over federation, else ours.
+pub async fn object_id<S: Store>(
+    state: &AppState<S>,
+    base: &str,
+    target: VoteTarget,
+    topic_id: i64,
+) -> AppResult<String> {
+    if let Some(id) = state.store.remote_object_id(target).await? {
+        return Ok(id);
+    }
+    Ok(match target {
+        VoteTarget::Topic(t) => ids::topic(base, t),
+        VoteTarget::Post(p) => ids::note(base, topic_id, p),
+    })
+}
+
+/// What a post replies to: its parent post's `Note`, else its topic's
+/// `Page` (`object_id`).
+pub async fn in_reply_to<S: Store>(state: &AppState<S>, base: &str, t: &Topic, p: &Post) -> AppResult<String> {
+    let target = p.parent_id.map_or(VoteTarget::Topic(t.id), VoteTarget::Post);
+    object_id(state, base, target, t.id).await
+}
+
+/// A post's `Note`: `inReplyTo` its parent post, or its topic's `Page`
+/// (`in_reply_to`).
+pub fn note_json(base: &str, t: &Topic, p: &Post, in_reply_to: &str) -> Value {
     let community = ids::community(base, &t.community);
-    let parent = match p.parent_id {
-        Some(parent) => format!("{}/p/{parent}", ids::topic(base, t.id)),
-        None => ids::topic(base, t.id),
-    };
+    let parent = in_reply_to;
     let mut note = json!({
         "@context": context(),
-        "id": format!("{}/p/{}", ids::topic(base, t.id), p.id),
+        "id": ids::note(base, t.id, p.id),
         "type": "Note",
         "attributedTo": p.author.as_deref().map(|a| ids::user(base, a)),
         "to": [PUBLIC],

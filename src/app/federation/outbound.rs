@@ -1,23 +1,27 @@
-//! Local writes in a local community, sent to its remote followers: from
-//! `apply`, the one place a committed `Change` takes effect, each new
-//! topic or post, edit and deletion becomes an activity of its author
-//! (`Create`, `Update`) or of the Group (`Delete`), wrapped in the Group's
-//! `Announce` (FEP-1b12, as Lemmy's
+//! What a local community's remote followers are sent. From `apply`, the
+//! one place a committed `Change` takes effect: each local topic or post,
+//! edit, deletion and vote becomes an activity of its author or voter
+//! (`Create`, `Update`, `Like`, `Dislike`, `Undo`) or of the Group
+//! (`Delete`), wrapped in the Group's `Announce` (FEP-1b12, as Lemmy's
 //! crates/apub/apub/assets/lemmy/activities/community/announce_create_page.json)
 //! and queued once per follower inbox (a shared inbox once per server).
-//! Votes are not sent yet: a `Change::Scored` does not say who voted.
+//! A remote user's activities are not rebuilt here: `forward` announces
+//! each as it came (`inbound`), with its own actor, and `send` leaves out
+//! the Changes they made, but for a moderator's removal of remote
+//! content, which the Group announces as its `Delete`.
 
 use serde_json::{Value, json};
 
-use super::objects::{PUBLIC, note_json, page_json};
+use super::objects::{PUBLIC, in_reply_to, note_json, object_id, page_json};
 use super::{Federation, follow::activity_id, ids, queue};
 use crate::app::{AppResult, AppState};
-use crate::model::federation::{ActorKind, NewDelivery, inboxes};
-use crate::model::{Change, Topic};
+use crate::model::change::Voter;
+use crate::model::federation::{ActorKind, NewDelivery, RemoteActor, inboxes, is_remote_name, same_host};
+use crate::model::{Change, Community, Topic, VoteTarget};
 use crate::store::Store;
 
 /// What a change sends, by the ids it names.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Out {
     /// A topic created (`true`) or changed: `Create`, `Update` or, once
     /// deleted or removed, `Delete`.
@@ -26,6 +30,12 @@ enum Out {
     Post(i64, i64, bool),
     /// A post gone from view.
     PostGone(i64, i64),
+    /// A local user's vote on a topic (post `None`) or post.
+    Vote(i64, Option<i64>, Voter),
+}
+
+fn remote_author(author: &Option<String>) -> bool {
+    author.as_deref().is_some_and(is_remote_name)
 }
 
 /// Sends what `change` means to the followers, in a task of its own,
@@ -33,16 +43,19 @@ enum Out {
 pub fn send<S: Store>(state: &AppState<S>, change: &Change) {
     let Some(fed) = state.federation.get().cloned() else { return };
     let out = match change {
-        Change::TopicCreated { topic } => Out::Topic(topic.id, true),
+        Change::TopicCreated { topic } if !remote_author(&topic.author) => Out::Topic(topic.id, true),
         Change::TopicChanged { topic_id } => Out::Topic(*topic_id, false),
-        Change::PostCreated { post, .. } => Out::Post(post.topic_id, post.id, true),
-        Change::PostEdited { post } => Out::Post(post.topic_id, post.id, false),
+        Change::PostCreated { post, .. } if !remote_author(&post.author) => Out::Post(post.topic_id, post.id, true),
+        Change::PostEdited { post } if !remote_author(&post.author) => Out::Post(post.topic_id, post.id, false),
         Change::PostRemoved { topic_id, post_id } => Out::PostGone(*topic_id, *post_id),
+        Change::Scored { topic_id, post_id, by: Some(voter), .. } if !is_remote_name(&voter.name) => {
+            Out::Vote(*topic_id, *post_id, voter.clone())
+        }
         _ => return,
     };
     let state = state.clone();
     tokio::spawn(async move {
-        if let Err(e) = announce(&state, &fed, out).await {
+        if let Err(e) = announce(&state, &fed, out.clone()).await {
             tracing::warn!(error = %e, ?out, "federation: cannot queue an outbound activity");
         }
     });
@@ -51,7 +64,7 @@ pub fn send<S: Store>(state: &AppState<S>, change: &Change) {
 async fn announce<S: Store>(state: &AppState<S>, fed: &Federation, out: Out) -> AppResult<()> {
     let base = state.web.public_url();
     let topic_id = match out {
-        Out::Topic(t, _) | Out::Post(t, _, _) | Out::PostGone(t, _) => t,
+        Out::Topic(t, _) | Out::Post(t, _, _) | Out::PostGone(t, _) | Out::Vote(t, _, _) => t,
     };
     let topic = state.store.topic(topic_id).await?;
     let community = state.store.community(topic.community.clone()).await?;
@@ -60,7 +73,41 @@ async fn announce<S: Store>(state: &AppState<S>, fed: &Federation, out: Out) -> 
         return Ok(());
     }
     let Some(activity) = activity(state, &base, &topic, out).await? else { return Ok(()) };
-    let group = ids::community(&base, &community.name);
+    queue_announce(state, fed, &base, &community, activity, &followers).await
+}
+
+/// Announces `activity` (a remote user's, as received and taken by
+/// `inbound`) to the community's followers, but for those on the server
+/// it came from, which has it already.
+pub async fn forward<S: Store>(
+    state: &AppState<S>,
+    fed: &Federation,
+    community: &Community,
+    activity: &Value,
+    origin: &RemoteActor,
+) -> AppResult<()> {
+    let mut followers = state.store.followers(community.id).await?;
+    followers.retain(|f| !same_host(&f.id, &origin.id));
+    if followers.is_empty() {
+        return Ok(());
+    }
+    let mut inner = activity.clone();
+    if let Some(o) = inner.as_object_mut() {
+        o.remove("@context");
+    }
+    queue_announce(state, fed, &state.web.public_url(), community, inner, &followers).await
+}
+
+/// The Group's `Announce` of `activity`, queued once per inbox.
+async fn queue_announce<S: Store>(
+    state: &AppState<S>,
+    fed: &Federation,
+    base: &str,
+    community: &Community,
+    activity: Value,
+    followers: &[RemoteActor],
+) -> AppResult<()> {
+    let group = ids::community(base, &community.name);
     let announce = json!({
         "@context": super::objects::context(),
         "id": activity_id(&group, "announce"),
@@ -72,7 +119,7 @@ async fn announce<S: Store>(state: &AppState<S>, fed: &Federation, out: Out) -> 
         "object": activity,
     })
     .to_string();
-    let deliveries = inboxes(&followers)
+    let deliveries = inboxes(followers)
         .into_iter()
         .map(|inbox| NewDelivery {
             inbox,
@@ -87,7 +134,7 @@ async fn announce<S: Store>(state: &AppState<S>, fed: &Federation, out: Out) -> 
 
 /// The activity `out` stands for, by its author (a deletion by the
 /// Group); `None` when there is nothing to say (a topic changed while
-/// hidden, a post that is not there).
+/// hidden, a post that is not there, a remote user's own write).
 async fn activity<S: Store>(state: &AppState<S>, base: &str, topic: &Topic, out: Out) -> AppResult<Option<Value>> {
     let group = ids::community(base, &topic.community);
     let wrap = |kind: &str, object: Value| {
@@ -105,7 +152,14 @@ async fn activity<S: Store>(state: &AppState<S>, base: &str, topic: &Topic, out:
                "cc": [group], "audience": group, "object": {"id": object_id, "type": "Tombstone"}})
     };
     let hidden = topic.deleted || topic.removed || topic.author.is_none();
+    let remote_topic = match out {
+        Out::Topic(..) => state.store.remote_object_id(VoteTarget::Topic(topic.id)).await?,
+        _ => None,
+    };
     Ok(match out {
+        // A remote user's topic: only a moderator's removal is the Group's
+        // to send; its author's own writes were forwarded as they came.
+        Out::Topic(..) if remote_topic.is_some() => remote_topic.filter(|_| topic.removed).map(delete),
         Out::Topic(_, _) if hidden => Some(delete(ids::topic(base, topic.id))),
         Out::Topic(_, created) => Some(wrap(if created { "Create" } else { "Update" }, page_json(base, topic))),
         Out::Post(..) if hidden => None,
@@ -114,8 +168,35 @@ async fn activity<S: Store>(state: &AppState<S>, base: &str, topic: &Topic, out:
             if post.deleted || post.removed || post.author.is_none() {
                 return Ok(None);
             }
-            Some(wrap(if created { "Create" } else { "Update" }, note_json(base, &topic, &post)))
+            let parent = in_reply_to(state, base, &topic, &post).await?;
+            Some(wrap(if created { "Create" } else { "Update" }, note_json(base, &topic, &post, &parent)))
         }
-        Out::PostGone(_, post) => Some(delete(format!("{}/p/{post}", ids::topic(base, topic.id)))),
+        Out::PostGone(_, post) => match state.store.remote_object_id(VoteTarget::Post(post)).await? {
+            Some(remote) => {
+                let (_, post, _) = state.store.topic_post(topic.id, post, 0).await?;
+                (post.removed && !post.deleted).then(|| delete(remote))
+            }
+            None => Some(delete(ids::note(base, topic.id, post))),
+        },
+        Out::Vote(_, post, voter) => {
+            let target = post.map_or(VoteTarget::Topic(topic.id), VoteTarget::Post);
+            let object = object_id(state, base, target, topic.id).await?;
+            Some(vote(base, &group, &voter, object))
+        }
     })
+}
+
+/// A local user's vote as Lemmy sends one (crates/apub/activities/src/voting):
+/// `Like` or `Dislike` of the object's id, and a withdrawn vote as the
+/// `Undo` of a `Like` (Lemmy undoes whichever vote the actor cast).
+fn vote(base: &str, group: &str, voter: &Voter, object: String) -> Value {
+    let actor = ids::user(base, &voter.name);
+    let kind = if voter.value < 0 { "Dislike" } else { "Like" };
+    let cast = json!({"id": activity_id(&actor, &kind.to_ascii_lowercase()), "type": kind, "actor": actor,
+                      "object": object, "to": [PUBLIC], "cc": [group], "audience": group});
+    if voter.value != 0 {
+        return cast;
+    }
+    json!({"id": activity_id(&actor, "undo"), "type": "Undo", "actor": actor, "object": cast,
+           "to": [PUBLIC], "cc": [group], "audience": group})
 }

@@ -25,6 +25,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (10, include_str!("../../../migrations/postgres/0010_media.sql")),
     (11, include_str!("../../../migrations/postgres/0011_federation.sql")),
     (12, include_str!("../../../migrations/postgres/0012_federation_instances.sql")),
+    (13, include_str!("../../../migrations/postgres/0013_federation_content.sql")),
 ];
 
 /// Any number: every node takes this advisory lock to migrate, so nodes

@@ -4,13 +4,15 @@
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
-use super::conn::{all, col, exec, opt};
-use crate::model::Timestamp;
-use crate::model::federation::{ActorKey, ActorKind, NewDelivery, QueuedDelivery, RemoteActor};
+use super::conn::{all, col, exec, one, opt};
+use super::reads::{USER_COLS, user_row};
+use crate::model::federation::remote_user_name;
+use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
 use crate::model::mail::Delivery;
+use crate::model::{NameKeys, Timestamp, User, VoteTarget};
 use crate::store::{StoreError, StoreResult};
 
-const ACTOR_COLS: &str = "actor_id, inbox, shared_inbox, key_id, public_key_pem, name, fetched_at";
+const ACTOR_COLS: &str = "actor_id, inbox, shared_inbox, key_id, public_key_pem, name, fetched_at, url";
 
 fn actor_row(r: &Row) -> StoreResult<RemoteActor> {
     Ok(RemoteActor {
@@ -21,6 +23,7 @@ fn actor_row(r: &Row) -> StoreResult<RemoteActor> {
         public_key_pem: col(r, 4)?,
         name: col(r, 5)?,
         fetched_at: col(r, 6)?,
+        url: col(r, 7)?,
     })
 }
 
@@ -59,12 +62,12 @@ pub async fn put_remote_actor(c: &impl GenericClient, a: &RemoteActor) -> StoreR
     exec(
         c,
         &format!(
-            "INSERT INTO ap_actors ({ACTOR_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+            "INSERT INTO ap_actors ({ACTOR_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
              ON CONFLICT (actor_id) DO UPDATE SET inbox = excluded.inbox, shared_inbox = excluded.shared_inbox, \
              key_id = excluded.key_id, public_key_pem = excluded.public_key_pem, name = excluded.name, \
-             fetched_at = excluded.fetched_at"
+             fetched_at = excluded.fetched_at, url = excluded.url"
         ),
-        &[&a.id, &a.inbox, &a.shared_inbox, &a.key_id, &a.public_key_pem, &a.name, &a.fetched_at],
+        &[&a.id, &a.inbox, &a.shared_inbox, &a.key_id, &a.public_key_pem, &a.name, &a.fetched_at, &a.url],
     )
     .await?;
     Ok(())
@@ -168,4 +171,85 @@ pub async fn finish_delivery(c: &impl GenericClient, id: i64, outcome: &Delivery
 
 pub async fn queued_count(c: &impl GenericClient) -> StoreResult<i64> {
     col(&super::conn::one(c, "SELECT count(*) FROM ap_deliveries", &[]).await?, 0)
+}
+
+/// The user a stored remote actor acts as, if it has one yet.
+/// `Denied("banned")` once an administrator deleted it: it posts no more.
+pub async fn actor_user(c: &impl GenericClient, actor_id: &str) -> StoreResult<Option<User>> {
+    let sql = format!(
+        "SELECT {USER_COLS}, u.deleted_at IS NOT NULL FROM users u JOIN ap_actors a ON a.id = u.actor \
+         WHERE a.actor_id = $1"
+    );
+    let Some(row) = opt(c, &sql, &[&actor_id]).await? else { return Ok(None) };
+    if col::<bool>(&row, 4)? {
+        return Err(StoreError::Denied("banned", format!("the account of {actor_id} was deleted here")));
+    }
+    Ok(Some(user_row(&row)?))
+}
+
+/// `store::Store::remote_user` (`store::sqlite::federation::remote_user`).
+pub async fn remote_user(c: &impl GenericClient, actor_id: &str, name: &str, now: Timestamp) -> StoreResult<User> {
+    let row = opt(
+        c,
+        "SELECT a.id, u.id FROM ap_actors a LEFT JOIN users u ON u.actor = a.id WHERE a.actor_id = $1",
+        &[&actor_id],
+    )
+    .await?
+    .ok_or(StoreError::NotFound("remote actor"))?;
+    let (actor, user_id): (i64, Option<i64>) = (col(&row, 0)?, col(&row, 1)?);
+    if user_id.is_some() {
+        return actor_user(c, actor_id).await?.ok_or(StoreError::NotFound("user"));
+    }
+    let taken = opt(c, "SELECT 1 FROM users WHERE lower(name) = lower($1)", &[&name]).await?.is_some();
+    let name = match (taken, name.split_once('@')) {
+        (true, Some((local, host))) => remote_user_name(&format!("{local}-{actor}"), host),
+        _ => name.to_owned(),
+    };
+    let keys = NameKeys::of(&name);
+    let row = one(
+        c,
+        "INSERT INTO users (name, password_hash, is_admin, created_at, skeleton, skeleton_folded, actor) \
+         VALUES ($1, NULL, false, $2, $3, $4, $5) RETURNING id",
+        &[&name, &now.0, &keys.written, &keys.folded, &actor],
+    )
+    .await?;
+    Ok(User { id: col(&row, 0)?, name, is_admin: false, created_at: now })
+}
+
+fn target_code(target: VoteTarget) -> (i64, i64) {
+    match target {
+        VoteTarget::Topic(id) => (0, id),
+        VoteTarget::Post(id) => (1, id),
+    }
+}
+
+pub async fn remote_object(c: &impl GenericClient, object_id: &str) -> StoreResult<Option<LocalObject>> {
+    let sql = "SELECT kind, local_id, topic_id FROM ap_objects WHERE object_id = $1";
+    let Some(row) = opt(c, sql, &[&object_id]).await? else {
+        return Ok(None);
+    };
+    let (kind, id): (i64, i64) = (col(&row, 0)?, col(&row, 1)?);
+    let target = if kind == 0 { VoteTarget::Topic(id) } else { VoteTarget::Post(id) };
+    Ok(Some(LocalObject { target, topic_id: col(&row, 2)? }))
+}
+
+pub async fn remote_object_id(c: &impl GenericClient, target: VoteTarget) -> StoreResult<Option<String>> {
+    let (kind, id) = target_code(target);
+    let row = opt(c, "SELECT object_id FROM ap_objects WHERE kind = $1 AND local_id = $2", &[&kind, &id]).await?;
+    row.map(|r| col(&r, 0)).transpose()
+}
+
+/// Maps a remote object to the topic or post it became; a repeated one
+/// is a unique violation (`Conflict`), which rolls the write back.
+pub async fn map_object(
+    c: &impl GenericClient,
+    object_id: Option<&str>,
+    target: VoteTarget,
+    topic_id: i64,
+) -> StoreResult<()> {
+    let Some(object_id) = object_id else { return Ok(()) };
+    let (kind, id) = target_code(target);
+    let sql = "INSERT INTO ap_objects (object_id, kind, local_id, topic_id) VALUES ($1, $2, $3, $4)";
+    exec(c, sql, &[&object_id, &kind, &id, &topic_id]).await?;
+    Ok(())
 }

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use deadpool_postgres::Pool;
 
-use crate::model::federation::{ActorKey, ActorKind, NewDelivery, QueuedDelivery, RemoteActor};
+use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
 use crate::model::instances::{InstanceEntry, InstanceRule};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::{
@@ -607,6 +607,25 @@ impl Store for PgStore {
     async fn queued_deliveries(&self) -> StoreResult<i64> {
         let client = get(&self.pool).await?;
         federation::queued_count(&client).await
+    }
+
+    async fn remote_user(&self, actor_id: String, name: String) -> StoreResult<User> {
+        // Made once, read ever after, outside a write transaction.
+        if let Some(user) = federation::actor_user(&get(&self.pool).await?, &actor_id).await? {
+            return Ok(user);
+        }
+        let now = Timestamp::now();
+        write!(self, |c| federation::remote_user(c, &actor_id, &name, now))
+    }
+
+    async fn remote_object(&self, object_id: String) -> StoreResult<Option<LocalObject>> {
+        let client = get(&self.pool).await?;
+        federation::remote_object(&client, &object_id).await
+    }
+
+    async fn remote_object_id(&self, target: VoteTarget) -> StoreResult<Option<String>> {
+        let client = get(&self.pool).await?;
+        federation::remote_object_id(&client, target).await
     }
 
     async fn instance_rules(&self) -> StoreResult<Vec<InstanceEntry>> {

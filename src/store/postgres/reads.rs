@@ -202,9 +202,12 @@ pub async fn user_credentials(c: &impl GenericClient, name: &str) -> StoreResult
 const PROFILE_ITEMS: i64 = 25;
 
 pub async fn profile(c: &impl GenericClient, name: &str) -> StoreResult<Profile> {
-    let sql = format!("SELECT {USER_COLS} FROM users u WHERE lower(u.name) = lower($1) AND u.deleted_at IS NULL");
-    let user = match opt(c, &sql, &[&name]).await? {
-        Some(r) => user_row(&r)?,
+    let sql = format!(
+        "SELECT {USER_COLS}, coalesce(a.url, a.actor_id) FROM users u LEFT JOIN ap_actors a ON a.id = u.actor \
+         WHERE lower(u.name) = lower($1) AND u.deleted_at IS NULL"
+    );
+    let (user, home) = match opt(c, &sql, &[&name]).await? {
+        Some(r) => (user_row(&r)?, col(&r, 4)?),
         None => return Err(StoreError::NotFound("user")),
     };
     let sql = format!(
@@ -219,5 +222,5 @@ pub async fn profile(c: &impl GenericClient, name: &str) -> StoreResult<Profile>
          ORDER BY p.id DESC LIMIT $2"
     );
     let posts = all(c, &sql, &[&user.id, &PROFILE_ITEMS]).await?.iter().map(post_row).collect::<StoreResult<_>>()?;
-    Ok(Profile { user, topics, posts })
+    Ok(Profile { user, home, topics, posts })
 }

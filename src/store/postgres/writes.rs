@@ -106,6 +106,7 @@ pub async fn create_topic(
     )
     .await?;
     let id: i64 = col(&row, 0)?;
+    super::federation::map_object(c, new.remote_id.as_deref(), VoteTarget::Topic(id), id).await?;
     // Its mentions' notifications and its pictures, in this transaction.
     let mut notified = Vec::new();
     if let Some(body) = &new.body {
@@ -268,6 +269,7 @@ pub async fn create_post(
     )
     .await?;
     let id: i64 = col(&row, 0)?;
+    super::federation::map_object(c, new.remote_id.as_deref(), VoteTarget::Post(id), new.topic_id).await?;
     super::media::set_refs(c, 1, id, new.body.media()).await?;
     exec(c, "UPDATE topics SET post_count = post_count + 1 WHERE id = $1", &[&new.topic_id]).await?;
     // Its notifications, in this transaction.

@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0011_media.sql"),
     include_str!("../../../migrations/sqlite/0012_federation.sql"),
     include_str!("../../../migrations/sqlite/0013_federation_instances.sql"),
+    include_str!("../../../migrations/sqlite/0014_federation_content.sql"),
 ];
 
 /// Which job a connection does; each gets different pragmas.

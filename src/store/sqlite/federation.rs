@@ -1,15 +1,18 @@
-//! Federation's rows (migration 0012): local actors' keys, remote actors
-//! as fetched, communities' remote followers.
+//! Federation's rows (migrations 0012, 0013): local actors' keys, remote
+//! actors as fetched, communities' remote followers, the delivery queue,
+//! remote users and the map of remote objects to topics and posts.
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::conn::map_err;
-use crate::model::Timestamp;
-use crate::model::federation::{ActorKey, ActorKind, NewDelivery, QueuedDelivery, RemoteActor};
+use super::reads::{USER_COLS, user_row};
+use crate::model::federation::remote_user_name;
+use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
 use crate::model::mail::Delivery;
+use crate::model::{NameKeys, Timestamp, User, VoteTarget};
 use crate::store::{StoreError, StoreResult};
 
-const ACTOR_COLS: &str = "actor_id, inbox, shared_inbox, key_id, public_key_pem, name, fetched_at";
+const ACTOR_COLS: &str = "actor_id, inbox, shared_inbox, key_id, public_key_pem, name, fetched_at, url";
 
 fn actor_row(r: &Row<'_>) -> rusqlite::Result<RemoteActor> {
     Ok(RemoteActor {
@@ -20,6 +23,7 @@ fn actor_row(r: &Row<'_>) -> rusqlite::Result<RemoteActor> {
         public_key_pem: r.get(4)?,
         name: r.get(5)?,
         fetched_at: r.get(6)?,
+        url: r.get(7)?,
     })
 }
 
@@ -50,13 +54,13 @@ pub fn remote_actor_by_key(conn: &Connection, key_id: &str) -> StoreResult<Optio
 
 pub fn put_remote_actor(conn: &Connection, a: &RemoteActor) -> StoreResult<()> {
     conn.prepare_cached(&format!(
-        "INSERT INTO ap_actors ({ACTOR_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+        "INSERT INTO ap_actors ({ACTOR_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
          ON CONFLICT (actor_id) DO UPDATE SET inbox = excluded.inbox, shared_inbox = excluded.shared_inbox, \
          key_id = excluded.key_id, public_key_pem = excluded.public_key_pem, name = excluded.name, \
-         fetched_at = excluded.fetched_at"
+         fetched_at = excluded.fetched_at, url = excluded.url"
     ))
     .and_then(|mut s| {
-        s.execute(params![a.id, a.inbox, a.shared_inbox, a.key_id, a.public_key_pem, a.name, a.fetched_at])
+        s.execute(params![a.id, a.inbox, a.shared_inbox, a.key_id, a.public_key_pem, a.name, a.fetched_at, a.url])
     })
     .map_err(map_err)?;
     Ok(())
@@ -162,4 +166,102 @@ pub fn queued_count(conn: &Connection) -> StoreResult<i64> {
     conn.prepare_cached("SELECT count(*) FROM ap_deliveries")
         .and_then(|mut s| s.query_row([], |r| r.get(0)))
         .map_err(map_err)
+}
+
+/// The user a stored remote actor acts as, if it has one yet: the read
+/// `Store::remote_user` tries before it writes.
+/// `Denied("banned")` once an administrator deleted it: it posts no more.
+pub fn actor_user(conn: &Connection, actor_id: &str) -> StoreResult<Option<User>> {
+    let found: Option<(User, bool)> = conn
+        .prepare_cached(&format!(
+            "SELECT {USER_COLS}, u.deleted_at IS NOT NULL FROM users u JOIN ap_actors a ON a.id = u.actor \
+             WHERE a.actor_id = ?1"
+        ))
+        .and_then(|mut s| s.query_row([actor_id], |r| Ok((user_row(r)?, r.get(4)?))).optional())
+        .map_err(map_err)?;
+    match found {
+        Some((_, true)) => Err(deleted_here(actor_id)),
+        other => Ok(other.map(|(user, _)| user)),
+    }
+}
+
+/// The refusal of a remote actor whose user an administrator deleted.
+pub fn deleted_here(actor_id: &str) -> StoreError {
+    StoreError::Denied("banned", format!("the account of {actor_id} was deleted here"))
+}
+
+/// `store::Store::remote_user`, in the writer's transaction.
+pub fn remote_user(conn: &Connection, actor_id: &str, name: &str, now: Timestamp) -> StoreResult<User> {
+    let actor: (i64, Option<i64>) = conn
+        .prepare_cached("SELECT a.id, u.id FROM ap_actors a LEFT JOIN users u ON u.actor = a.id WHERE a.actor_id = ?1")
+        .and_then(|mut s| s.query_row([actor_id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .map_err(map_err)?
+        .ok_or(StoreError::NotFound("remote actor"))?;
+    if actor.1.is_some() {
+        return actor_user(conn, actor_id)?.ok_or(StoreError::NotFound("user"));
+    }
+    let taken = conn
+        .prepare_cached("SELECT 1 FROM users WHERE name = ?1")
+        .and_then(|mut s| s.exists([name]))
+        .map_err(map_err)?;
+    let name = match (taken, name.split_once('@')) {
+        (true, Some((local, host))) => remote_user_name(&format!("{local}-{}", actor.0), host),
+        _ => name.to_owned(),
+    };
+    // No look-alike check: the host tells remote users apart, and no
+    // local name can hold the '@'.
+    let keys = NameKeys::of(&name);
+    conn.prepare_cached(
+        "INSERT INTO users (name, password_hash, is_admin, created_at, skeleton, skeleton_folded, actor) \
+         VALUES (?1, NULL, 0, ?2, ?3, ?4, ?5)",
+    )
+    .and_then(|mut s| s.execute(params![name, now.0, keys.written, keys.folded, actor.0]))
+    .map_err(map_err)?;
+    Ok(User { id: conn.last_insert_rowid(), name, is_admin: false, created_at: now })
+}
+
+fn target_code(target: VoteTarget) -> (i64, i64) {
+    match target {
+        VoteTarget::Topic(id) => (0, id),
+        VoteTarget::Post(id) => (1, id),
+    }
+}
+
+pub fn remote_object(conn: &Connection, object_id: &str) -> StoreResult<Option<LocalObject>> {
+    let row: Option<(i64, i64, i64)> = conn
+        .prepare_cached("SELECT kind, local_id, topic_id FROM ap_objects WHERE object_id = ?1")
+        .and_then(|mut s| s.query_row([object_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional())
+        .map_err(map_err)?;
+    Ok(row.map(|(kind, id, topic_id)| LocalObject {
+        target: if kind == 0 { VoteTarget::Topic(id) } else { VoteTarget::Post(id) },
+        topic_id,
+    }))
+}
+
+pub fn remote_object_id(conn: &Connection, target: VoteTarget) -> StoreResult<Option<String>> {
+    let (kind, id) = target_code(target);
+    conn.prepare_cached("SELECT object_id FROM ap_objects WHERE kind = ?1 AND local_id = ?2")
+        .and_then(|mut s| s.query_row([kind, id], |r| r.get(0)).optional())
+        .map_err(map_err)
+}
+
+/// Refuses a remote object already mapped: run before the write's first
+/// change, so a repeated `Create` changes nothing.
+pub fn check_unmapped(conn: &Connection, object_id: Option<&str>) -> StoreResult<()> {
+    match object_id {
+        Some(id) if remote_object(conn, id)?.is_some() => {
+            Err(StoreError::Conflict(format!("the object {id} was received already")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Maps a remote object to the topic or post it became.
+pub fn map_object(conn: &Connection, object_id: Option<&str>, target: VoteTarget, topic_id: i64) -> StoreResult<()> {
+    let Some(object_id) = object_id else { return Ok(()) };
+    let (kind, id) = target_code(target);
+    conn.prepare_cached("INSERT INTO ap_objects (object_id, kind, local_id, topic_id) VALUES (?1, ?2, ?3, ?4)")
+        .and_then(|mut s| s.execute(params![object_id, kind, id, topic_id]))
+        .map_err(map_err)?;
+    Ok(())
 }

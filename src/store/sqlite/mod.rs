@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::model::federation::{ActorKey, ActorKind, NewDelivery, QueuedDelivery, RemoteActor};
+use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
 use crate::model::instances::{InstanceEntry, InstanceRule};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::{
@@ -698,6 +698,24 @@ impl Store for SqliteStore {
 
     async fn queued_deliveries(&self) -> StoreResult<i64> {
         self.readers.read(federation::queued_count).await
+    }
+
+    async fn remote_user(&self, actor_id: String, name: String) -> StoreResult<User> {
+        // Made once, read ever after: the single writer is not asked again.
+        let id = actor_id.clone();
+        if let Some(user) = self.readers.read(move |c| federation::actor_user(c, &id)).await? {
+            return Ok(user);
+        }
+        let now = Timestamp::now();
+        self.writer.write(move |c| federation::remote_user(c, &actor_id, &name, now)).await
+    }
+
+    async fn remote_object(&self, object_id: String) -> StoreResult<Option<LocalObject>> {
+        self.readers.read(move |c| federation::remote_object(c, &object_id)).await
+    }
+
+    async fn remote_object_id(&self, target: VoteTarget) -> StoreResult<Option<String>> {
+        self.readers.read(move |c| federation::remote_object_id(c, target)).await
     }
 
     async fn instance_rules(&self) -> StoreResult<Vec<InstanceEntry>> {

@@ -201,9 +201,12 @@ pub fn user_credentials(conn: &Connection, name: &str) -> StoreResult<Option<(Us
 const PROFILE_ITEMS: i64 = 25;
 
 pub fn profile(conn: &Connection, name: &str) -> StoreResult<Profile> {
-    let user = conn
-        .prepare_cached(&format!("SELECT {USER_COLS} FROM users u WHERE u.name = ?1 AND u.deleted_at IS NULL"))
-        .and_then(|mut s| s.query_row([name], user_row).optional())
+    let (user, home) = conn
+        .prepare_cached(&format!(
+            "SELECT {USER_COLS}, coalesce(a.url, a.actor_id) FROM users u LEFT JOIN ap_actors a ON a.id = u.actor \
+             WHERE u.name = ?1 AND u.deleted_at IS NULL"
+        ))
+        .and_then(|mut s| s.query_row([name], |r| Ok((user_row(r)?, r.get(4)?))).optional())
         .map_err(map_err)?
         .ok_or(StoreError::NotFound("user"))?;
     let topics = conn
@@ -222,5 +225,5 @@ pub fn profile(conn: &Connection, name: &str) -> StoreResult<Profile> {
         ))
         .and_then(|mut s| s.query_map(params![user.id, PROFILE_ITEMS], post_row)?.collect())
         .map_err(map_err)?;
-    Ok(Profile { user, topics, posts })
+    Ok(Profile { user, home, topics, posts })
 }

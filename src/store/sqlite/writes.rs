@@ -81,6 +81,7 @@ pub fn create_topic(
 ) -> StoreResult<Topic> {
     let community_id = reads::community_id(conn, new.community.as_str())?;
     policy::may_create_topic(author, &ban_facts(conn, author, community_id)?, now)?;
+    super::federation::check_unmapped(conn, new.remote_id.as_deref())?;
     conn.prepare_cached(
         "INSERT INTO topics (community_id, author_id, title, body, body_html, url, created_at, hot) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -99,6 +100,7 @@ pub fn create_topic(
     })
     .map_err(map_err)?;
     let id = conn.last_insert_rowid();
+    super::federation::map_object(conn, new.remote_id.as_deref(), VoteTarget::Topic(id), id)?;
     // Its mentions' notifications and its pictures, in this transaction.
     let mut notified = Vec::new();
     if let Some(body) = &new.body {
@@ -228,6 +230,9 @@ pub fn create_post(
         policy::valid_parent(new.topic_id, parent, parent_row.map(|(topic_id, ..)| topic_id))?;
         replied_to = parent_row.filter(|&(.., deleted)| !deleted).map(|(_, author, _)| author);
     }
+    // Checked before the first change (the caller has no savepoint), so
+    // mapping it below cannot fail on this single writer.
+    super::federation::check_unmapped(conn, new.remote_id.as_deref())?;
     conn.prepare_cached(
         "INSERT INTO posts (topic_id, parent_id, author_id, body, body_html, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -235,6 +240,7 @@ pub fn create_post(
     .and_then(|mut s| s.execute(params![new.topic_id, new.parent_id, author.id, new.body.as_str(), html, now.0]))
     .map_err(map_err)?;
     let id = conn.last_insert_rowid();
+    super::federation::map_object(conn, new.remote_id.as_deref(), VoteTarget::Post(id), new.topic_id)?;
     super::media::set_refs(conn, 1, id, new.body.media())?;
     conn.prepare_cached("UPDATE topics SET post_count = post_count + 1 WHERE id = ?1")
         .and_then(|mut s| s.execute([new.topic_id]))

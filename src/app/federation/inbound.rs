@@ -1,0 +1,292 @@
+//! What a remote user's activities do to a local community (FEP-1b12):
+//! `Create` or `Update` of a `Page` (a topic) or a `Note` (a reply),
+//! `Delete` of either, `Like` and `Dislike` (votes) and their `Undo`.
+//! The remote actor acts as a user of its own (`name@host`, made the
+//! first time: `Store::remote_user`) through the same operations as the
+//! API and the pages (`topics`, `posts`, `votes`), so every rule holds:
+//! bans, locks, limits, Markdown sanitizing, authorship. Each activity
+//! accepted is announced by the community's Group to its followers
+//! (`outbound::forward`). Activities about objects that are not ours are
+//! answered 202 and dropped, as are repeats of a `Create`.
+
+use axum::http::StatusCode;
+use serde_json::Value;
+
+use super::{Federation, content, outbound};
+use crate::app::limits::ClientIp;
+use crate::app::posts::{self, Reply};
+use crate::app::topics::{self, Submission};
+use crate::app::{AppError, AppResult, AppState, votes};
+use crate::model::federation::{LocalObject, RemoteActor, same_host};
+use crate::model::{Body, Community, CommunityName, Link, Title, User, VoteTarget};
+use crate::store::{Store, StoreError};
+
+/// Who sent an activity, and to which inbox.
+pub struct Sender<'a> {
+    /// The verified signer, the activity's actor.
+    pub actor: &'a RemoteActor,
+    /// The sending server's address, which the rate limits count.
+    pub ip: ClientIp,
+    /// The local community whose own inbox it came to, if it did.
+    pub inbox: Option<&'a str>,
+}
+
+fn bad(message: impl Into<String>) -> AppError {
+    AppError::BadRequest("bad_activity", message.into())
+}
+
+fn not_author(message: impl Into<String>) -> AppError {
+    AppError::Rejected(StatusCode::FORBIDDEN, "not_author", message.into())
+}
+
+/// An id, whether given as a string or as an object carrying `id` (the
+/// first of an array).
+pub fn id_of(v: Option<&Value>) -> Option<&str> {
+    match v? {
+        Value::String(s) => Some(s),
+        Value::Object(o) => o.get("id").and_then(Value::as_str),
+        Value::Array(a) => id_of(a.first()),
+        _ => None,
+    }
+}
+
+/// Acts on `activity` (its `type` is `kind`), then has the Group announce
+/// it when it was taken. Kinds not handled here are dropped, logged.
+pub async fn act<S: Store>(
+    state: &AppState<S>,
+    fed: &Federation,
+    sender: &Sender<'_>,
+    kind: &str,
+    activity: &Value,
+) -> AppResult<()> {
+    let taken = match kind {
+        "Create" => create(state, sender, activity).await?,
+        "Update" => update(state, sender, activity).await?,
+        "Delete" => delete(state, sender, activity).await?,
+        "Like" => vote(state, sender, activity, 1).await?,
+        "Dislike" => vote(state, sender, activity, -1).await?,
+        other => {
+            tracing::info!(kind = other, actor = %sender.actor.id, "activity not handled; dropped");
+            None
+        }
+    };
+    if let Some(community) = taken {
+        outbound::forward(state, fed, &community, activity, sender.actor).await?;
+    }
+    Ok(())
+}
+
+/// `Undo` of the sender's own `Like` or `Dislike` (given inline): the
+/// vote withdrawn, and the Undo announced.
+pub async fn undo_vote<S: Store>(
+    state: &AppState<S>,
+    fed: &Federation,
+    sender: &Sender<'_>,
+    undo: &Value,
+) -> AppResult<()> {
+    let vote_activity = undo.get("object").ok_or_else(|| bad("the Undo has no object"))?;
+    if id_of(vote_activity.get("actor")) != Some(sender.actor.id.as_str()) {
+        return Err(bad("an Undo may undo only its actor's own vote"));
+    }
+    if let Some(community) = vote(state, sender, vote_activity, 0).await? {
+        outbound::forward(state, fed, &community, undo, sender.actor).await?;
+    }
+    Ok(())
+}
+
+/// The user the remote actor acts as.
+async fn acting_user<S: Store>(state: &AppState<S>, actor: &RemoteActor) -> AppResult<User> {
+    let name = actor.user_name();
+    match state.store.remote_user(actor.id.clone(), name.clone()).await {
+        // Its first two activities at once: the other made the user.
+        Err(StoreError::Conflict(_)) => Ok(state.store.remote_user(actor.id.clone(), name).await?),
+        other => Ok(other?),
+    }
+}
+
+/// The topic or post an id names: one of ours (`/ap/t/T`,
+/// `/ap/t/T/p/P`), or a remote object one became. `None`: not ours.
+async fn local_object<S: Store>(state: &AppState<S>, id: &str) -> AppResult<Option<LocalObject>> {
+    let prefix = format!("{}/ap/t/", state.web.public_url());
+    let Some(rest) = id.strip_prefix(&prefix) else { return Ok(state.store.remote_object(id.to_owned()).await?) };
+    let number = |s: &str| s.parse::<i64>().ok();
+    Ok(match rest.split_once("/p/") {
+        Some((t, p)) => number(t).zip(number(p)).map(|(t, p)| LocalObject { target: VoteTarget::Post(p), topic_id: t }),
+        None => number(rest).map(|t| LocalObject { target: VoteTarget::Topic(t), topic_id: t }),
+    })
+}
+
+async fn community_of<S: Store>(state: &AppState<S>, topic_id: i64) -> AppResult<Community> {
+    let topic = state.store.topic(topic_id).await?;
+    Ok(state.store.community(topic.community).await?)
+}
+
+/// The embedded object of a `Create` or `Update`, with its id, checked to
+/// be the sender's own: on its host and attributed to it.
+fn own_object<'a>(activity: &'a Value, sender: &Sender<'_>) -> AppResult<(&'a Value, String)> {
+    let object = activity.get("object").filter(|o| o.is_object()).ok_or_else(|| bad("the object must be embedded"))?;
+    let id = object.get("id").and_then(Value::as_str).ok_or_else(|| bad("the object has no id"))?;
+    if !same_host(id, &sender.actor.id) {
+        return Err(not_author(format!("the object {id} is not on its actor's host")));
+    }
+    if id_of(object.get("attributedTo")) != Some(sender.actor.id.as_str()) {
+        return Err(not_author(format!("the object {id} is not attributed to its actor")));
+    }
+    Ok((object, id.to_owned()))
+}
+
+/// The local community a `Page` is addressed to: named by `audience`,
+/// `to` or `cc` (of the object or the activity), else the community
+/// whose inbox it came to.
+fn addressed(state_base: &str, activity: &Value, object: &Value, inbox: Option<&str>) -> Option<String> {
+    let prefix = format!("{state_base}/ap/c/");
+    let mut named = Vec::new();
+    for doc in [object, activity] {
+        for field in ["audience", "to", "cc"] {
+            match doc.get(field) {
+                Some(Value::String(s)) => named.push(s.as_str()),
+                Some(Value::Array(a)) => named.extend(a.iter().filter_map(Value::as_str)),
+                _ => {}
+            }
+        }
+    }
+    named
+        .into_iter()
+        .filter_map(|id| id.strip_prefix(&prefix))
+        .find(|name| !name.is_empty() && !name.contains(['/', '?', '#']))
+        .map(str::to_owned)
+        .or_else(|| inbox.map(str::to_owned))
+}
+
+/// `Create` of a `Page` into a local community, or of a `Note` replying
+/// to one of our topics or posts; the community taken into.
+async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &Value) -> AppResult<Option<Community>> {
+    let (object, id) = own_object(activity, sender)?;
+    if state.store.remote_object(id.clone()).await?.is_some() {
+        tracing::debug!(%id, "a repeated Create; nothing to do");
+        return Ok(None);
+    }
+    let kind = object.get("type").and_then(Value::as_str).unwrap_or("");
+    let made = match kind {
+        "Page" | "Article" => {
+            let Some(name) = addressed(&state.web.public_url(), activity, object, sender.inbox) else {
+                tracing::info!(%id, "a Page for no local community; dropped");
+                return Ok(None);
+            };
+            let community = state.store.community(name).await?;
+            let title = object.get("name").and_then(Value::as_str).ok_or_else(|| bad("the Page has no name"))?;
+            let submission = Submission {
+                community: CommunityName::parse(&community.name)?,
+                title: Title::parse(title)?,
+                body: content::markdown_of(object).map(|b| Body::parse(&b)).transpose()?,
+                url: content::link_of(object).map(|u| Link::parse(&u)).transpose()?,
+                remote_id: Some(id),
+            };
+            let user = acting_user(state, sender.actor).await?;
+            topics::create_topic(state, user, sender.ip, submission).await.map(|_| community)
+        }
+        "Note" => {
+            // A Note that replies to nothing (a Mastodon post naming the
+            // Group) is no reply; turning it into a topic is not built.
+            let Some(parent) = id_of(object.get("inReplyTo")) else {
+                tracing::info!(%id, "a Note replying to nothing; dropped");
+                return Ok(None);
+            };
+            let Some(parent) = local_object(state, parent).await? else {
+                tracing::info!(%id, "a Note replying to something not ours; dropped");
+                return Ok(None);
+            };
+            let body = content::markdown_of(object).ok_or_else(|| bad("the Note has no content"))?;
+            let reply = Reply {
+                topic_id: parent.topic_id,
+                parent_id: match parent.target {
+                    VoteTarget::Topic(_) => None,
+                    VoteTarget::Post(p) => Some(p),
+                },
+                body: Body::parse(&body)?,
+                remote_id: Some(id),
+            };
+            let user = acting_user(state, sender.actor).await?;
+            match posts::create_post(state, user, sender.ip, reply).await {
+                Ok(_) => community_of(state, parent.topic_id).await,
+                Err(e) => Err(e),
+            }
+        }
+        other => {
+            tracing::info!(%id, kind = other, "a Create of an object not handled; dropped");
+            return Ok(None);
+        }
+    };
+    match made {
+        Ok(community) => Ok(Some(community)),
+        // The same Create twice at once: the other one made it.
+        Err(AppError::Conflict(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// `Update` of a `Page` or `Note` that came from the sender: its body
+/// replaced (a `Page`'s title stays, as a local topic's does).
+async fn update<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &Value) -> AppResult<Option<Community>> {
+    let (object, id) = own_object(activity, sender)?;
+    let Some(local) = state.store.remote_object(id.clone()).await? else {
+        tracing::info!(%id, "an Update of an object never received; dropped");
+        return Ok(None);
+    };
+    let user = acting_user(state, sender.actor).await?;
+    let body = content::markdown_of(object);
+    match local.target {
+        VoteTarget::Topic(t) => {
+            let body = body.map(|b| Body::parse(&b)).transpose()?;
+            topics::edit_topic(state, user, sender.ip, t, body).await?;
+        }
+        VoteTarget::Post(p) => {
+            let body = Body::parse(&body.ok_or_else(|| bad("the Note has no content"))?)?;
+            posts::edit_post(state, user, sender.ip, p, body).await?;
+        }
+    }
+    Ok(Some(community_of(state, local.topic_id).await?))
+}
+
+/// `Delete` of a `Page` or `Note` (or its `Tombstone`) by its author.
+async fn delete<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &Value) -> AppResult<Option<Community>> {
+    let id = id_of(activity.get("object")).ok_or_else(|| bad("the Delete has no object"))?;
+    if id == sender.actor.id {
+        tracing::info!(actor = %id, "an actor's Delete of itself; not handled, dropped");
+        return Ok(None);
+    }
+    if !same_host(id, &sender.actor.id) {
+        return Err(not_author(format!("the object {id} is not on its actor's host")));
+    }
+    let Some(local) = state.store.remote_object(id.to_owned()).await? else {
+        tracing::info!(%id, "a Delete of an object never received; dropped");
+        return Ok(None);
+    };
+    let community = community_of(state, local.topic_id).await?;
+    let user = acting_user(state, sender.actor).await?;
+    match local.target {
+        VoteTarget::Topic(t) => topics::delete_topic(state, user, t).await?,
+        VoteTarget::Post(p) => {
+            posts::delete_post(state, user, p).await?;
+        }
+    }
+    Ok(Some(community))
+}
+
+/// A vote (`value` 1 `Like`, -1 `Dislike`, 0 its `Undo`) on one of our
+/// topics or posts, or one that came over federation.
+async fn vote<S: Store>(
+    state: &AppState<S>,
+    sender: &Sender<'_>,
+    activity: &Value,
+    value: i8,
+) -> AppResult<Option<Community>> {
+    let id = id_of(activity.get("object")).ok_or_else(|| bad("the vote has no object"))?;
+    let Some(local) = local_object(state, id).await? else {
+        tracing::debug!(%id, "a vote on an object not ours; dropped");
+        return Ok(None);
+    };
+    let user = acting_user(state, sender.actor).await?;
+    let outcome = votes::cast_vote(state, user, sender.ip, local.target, value).await?;
+    Ok(Some(community_of(state, outcome.topic_id).await?))
+}

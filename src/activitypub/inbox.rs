@@ -37,37 +37,34 @@ enum Target {
 
 pub async fn shared<S: Store>(
     State(state): State<AppState<S>>,
-    ip: ClientIp,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> AppResult<Response> {
-    receive(state, Target::Shared, ip, Request { method, uri, headers, body }).await
+    receive(state, Target::Shared, Request { method, uri, headers, body }).await
 }
 
 pub async fn community<S: Store>(
     State(state): State<AppState<S>>,
     Path(name): Path<String>,
-    ip: ClientIp,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> AppResult<Response> {
-    receive(state, Target::Community(name), ip, Request { method, uri, headers, body }).await
+    receive(state, Target::Community(name), Request { method, uri, headers, body }).await
 }
 
 pub async fn user<S: Store>(
     State(state): State<AppState<S>>,
     Path(name): Path<String>,
-    ip: ClientIp,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> AppResult<Response> {
-    receive(state, Target::User(name), ip, Request { method, uri, headers, body }).await
+    receive(state, Target::User(name), Request { method, uri, headers, body }).await
 }
 
 /// The parts of an inbox POST the signature covers.
@@ -82,7 +79,7 @@ fn bad(message: impl Into<String>) -> AppError {
     AppError::BadRequest("bad_activity", message.into())
 }
 
-async fn receive<S: Store>(state: AppState<S>, target: Target, ip: ClientIp, req: Request) -> AppResult<Response> {
+async fn receive<S: Store>(state: AppState<S>, target: Target, req: Request) -> AppResult<Response> {
     let Request { method, uri, headers, body } = req;
     let fed = federation(&state)?;
     let community = match &target {
@@ -119,7 +116,9 @@ async fn receive<S: Store>(state: AppState<S>, target: Target, ip: ClientIp, req
     }
     // The server's rules and its rate limit were applied by `verify`
     // (`app::federation::instances`): every activity passed them.
-    let sender = Sender { actor: &signer, ip, inbox: community.as_deref() };
+    // Counted per server (in `verify`) and per remote user, not by the
+    // address all of that server's users share.
+    let sender = Sender { actor: &signer, ip: ClientIp::FEDERATED, inbox: community.as_deref() };
     match kind {
         "Follow" => {
             let community = followed(&state, &target, id_of(activity.get("object"))).await?;

@@ -141,11 +141,14 @@ impl RateLimits {
             self.sweep();
         }
         let ip = ip.0;
+        // A remote server's users share its address: it is counted by
+        // `check_instance` instead, and each of its users by their account.
+        let by_ip = |limiter: &Limiter<IpAddr>| if ip == ClientIp::FEDERATED.0 { None } else { wait(limiter, &ip) };
         let refused = match (action, who) {
-            (Action::Post, who) => wait(&self.post_ip, &ip).or_else(|| by_user(&self.post_user, who)),
-            (Action::Edit, who) => wait(&self.edit_ip, &ip).or_else(|| by_user(&self.edit_user, who)),
-            (Action::Report, who) => wait(&self.report_ip, &ip).or_else(|| by_user(&self.report_user, who)),
-            (Action::Vote, who) => wait(&self.vote_ip, &ip).or_else(|| by_user(&self.vote_user, who)),
+            (Action::Post, who) => by_ip(&self.post_ip).or_else(|| by_user(&self.post_user, who)),
+            (Action::Edit, who) => by_ip(&self.edit_ip).or_else(|| by_user(&self.edit_user, who)),
+            (Action::Report, who) => by_ip(&self.report_ip).or_else(|| by_user(&self.report_user, who)),
+            (Action::Vote, who) => by_ip(&self.vote_ip).or_else(|| by_user(&self.vote_user, who)),
             (Action::Message, who) => by_user(&self.message_user, who),
             (Action::Upload, who) => by_user(&self.upload_user, who),
             (Action::Register, _) => wait(&self.register_ip, &ip),
@@ -235,6 +238,11 @@ fn wait<K: std::hash::Hash + Eq + Clone>(limiter: &Limiter<K>, key: &K) -> Optio
 pub struct ClientIp(pub IpAddr);
 
 impl ClientIp {
+    /// What an activity from another server (federation's inbox) counts
+    /// as: not its server's address, which all of that server's users
+    /// share. `::` is no client's address.
+    pub const FEDERATED: ClientIp = ClientIp(IpAddr::V6(Ipv6Addr::UNSPECIFIED));
+
     fn grouped(ip: IpAddr) -> ClientIp {
         match ip {
             IpAddr::V6(v6) => match v6.to_ipv4_mapped() {

@@ -857,6 +857,40 @@ async fn each_server_has_its_own_rate_limit_counted_after_its_signature() {
 }
 
 #[tokio::test]
+async fn a_servers_users_are_limited_each_by_their_account_not_by_the_address_they_share() {
+    let one = pith::app::limits::Rate::parse("1/1h").expect("rate");
+    let rate = RateConfig { post_ip: one, post_user: one, ..RateConfig::default() };
+    let app = spawn_federated_app_limited(&rate).await;
+    app.community("rust").await;
+    let (remote, other) = (Remote::start().await, Remote::start_as("other").await);
+    let group = format!("{}/ap/c/rust", app.addr);
+    let page = |r: &Remote, n: u32| {
+        let page = json!({"id": format!("{}/post/{n}", r.base), "type": "Page", "attributedTo": r.actor(),
+                          "to": [group, PUBLIC], "audience": group, "name": format!("Page {n}"),
+                          "content": "<p>hello</p>", "mediaType": "text/html"});
+        activity(r, &group, "Create", n, page)
+    };
+    // Two users of servers on the same address (127.0.0.1), over a
+    // per-address limit of one post: each posts.
+    for r in [&remote, &other] {
+        let created = deliver(r, &app, "/ap/c/rust/inbox", &page(r, 1)).await;
+        assert_eq!(created.status, 202, "{:?}", created.json());
+    }
+    // Each user's own limit still holds.
+    let again = deliver(&remote, &app, "/ap/c/rust/inbox", &page(&remote, 2)).await;
+    assert_eq!((again.status, again.json()["error"]["code"].as_str()), (429, Some("rate_limited")));
+    // A local user on that address is counted by it as before.
+    let alice = app.user("alice").await;
+    let (status, _) =
+        app.post("/api/v1/communities/rust/topics", Some(&alice), json!({"title": "Local", "body": "x"})).await;
+    assert_eq!(status, 201);
+    let (status, body) = app
+        .post("/api/v1/communities/rust/topics", Some(&app.user("bob").await), json!({"title": "Two", "body": "y"}))
+        .await;
+    assert_eq!(status, 429, "{body}");
+}
+
+#[tokio::test]
 async fn pith_federation_sets_lists_and_clears_rules_from_the_command_line() {
     use crate::support::child::run_pith;
     use std::ffi::OsStr;

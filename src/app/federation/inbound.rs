@@ -25,7 +25,8 @@ use crate::store::{Store, StoreError};
 pub struct Sender<'a> {
     /// The verified signer, the activity's actor.
     pub actor: &'a RemoteActor,
-    /// The sending server's address, which the rate limits count.
+    /// What the rate limits count it as: `ClientIp::FEDERATED` from the
+    /// inbox (the server has its own limit; each remote user, theirs).
     pub ip: ClientIp,
     /// The local community whose own inbox it came to, if it did.
     pub inbox: Option<&'a str>,

@@ -186,6 +186,16 @@ impl Rendered {
         coded_index(encoding).and_then(|i| self.coded[i].get()).and_then(Option::as_deref)
     }
 
+    /// The size of the variant in `encoding` if it can be sent now: made,
+    /// or gzip, which is made when first sent (size unknown till then).
+    fn size_now(&self, encoding: Encoding) -> Option<usize> {
+        match (encoding, self.made(encoding)) {
+            (_, Some(coded)) => Some(coded.body.len()),
+            (Encoding::Gzip, None) if !self.settled(Encoding::Gzip) => Some(usize::MAX),
+            _ => None,
+        }
+    }
+
     /// Whether the variant in `encoding` is made or known not to be worth it.
     fn settled(&self, encoding: Encoding) -> bool {
         coded_index(encoding).is_none_or(|i| self.coded[i].get().is_some())
@@ -224,15 +234,23 @@ impl Rendered {
     }
 
     /// The off-path codings this client ranks above the best variant it
-    /// can get now: the ones worth asking the maker for.
+    /// can get now: the ones worth asking the maker for. Not Brotli from a
+    /// client that takes zstd as readily: at the levels here zstd comes out
+    /// as small for a sixth of the CPU (docs/PERFORMANCE.md, "Brotli and
+    /// zstd"), so Brotli is made for the clients without zstd.
     fn wanted<'a>(&'a self, accepted: &'a Accepted) -> impl Iterator<Item = Encoding> + 'a {
-        let now = accepted.choose(|e| e == Encoding::Gzip || self.made(e).is_some());
+        let now = accepted.choose(|e| self.size_now(e));
         // A client that weighs identity above every coding wants none.
-        let any = accepted.choose(|_| true) != Encoding::Identity;
+        let any = accepted.choose(|_| Some(usize::MAX)) != Encoding::Identity;
         accepted
             .ranked()
             .take_while(move |e| any && *e != now)
-            .filter(|e| matches!(e, Encoding::Zstd | Encoding::Brotli) && !self.settled(*e))
+            .filter(|e| match e {
+                Encoding::Zstd => true,
+                Encoding::Brotli => accepted.q(Encoding::Zstd) < accepted.q(Encoding::Brotli),
+                _ => false,
+            })
+            .filter(|e| !self.settled(*e))
     }
 
     fn retire(&self) {
@@ -268,7 +286,7 @@ impl Rendered {
     pub fn gzip_pending_for(&self, accepted: &Accepted) -> bool {
         self.coded[0].get().is_none()
             && self.body.len() >= GZIP_INLINE_MAX
-            && accepted.choose(|e| e == Encoding::Gzip || self.made(e).is_some()) == Encoding::Gzip
+            && accepted.choose(|e| self.size_now(e)) == Encoding::Gzip
     }
 
     /// What the entry is charged against the budget. The gzip variant is
@@ -755,10 +773,11 @@ impl Rendered {
             Format::Json => "application/json",
             Format::Html => "text/html; charset=utf-8",
         };
-        let encoding = accepted.choose(|e| self.variant(e).is_some());
-        let (body, etag) = match self.variant(encoding) {
-            Some(coded) => (&coded.body, &coded.etag),
-            None => (&self.body, &self.etag),
+        let chosen = accepted.choose(|e| self.size_now(e));
+        // gzip is made now if it is the answer; if it saves nothing, identity.
+        let (encoding, body, etag) = match self.variant(chosen) {
+            Some(coded) => (chosen, &coded.body, &coded.etag),
+            None => (Encoding::Identity, &self.body, &self.etag),
         };
         let mut answer =
             Answer { status: StatusCode::OK, body: None, encoding, content_type, etag, vary, cache_control };
@@ -806,7 +825,7 @@ pub fn respond(r: &Rendered, headers: &HeaderMap, audience: Audience) -> Respons
 /// identity (for answers made per request, where gzip is the only coding).
 pub fn accepts_gzip(headers: &HeaderMap) -> bool {
     let accepted = Accepted::parse(headers.get(header::ACCEPT_ENCODING).map(HeaderValue::as_bytes));
-    accepted.choose(|e| e == Encoding::Gzip) == Encoding::Gzip
+    accepted.choose(|e| (e == Encoding::Gzip).then_some(usize::MAX)) == Encoding::Gzip
 }
 
 #[cfg(test)]
@@ -981,17 +1000,22 @@ mod tests {
         cache.insert(key, cache.ticket(1), topic_body(500));
         let r = cache.get(key).expect("cached");
         let browser = Accepted::parse(Some(b"gzip, deflate, br, zstd"));
+        let safari = Accepted::parse(Some(b"gzip, deflate, br"));
         assert_eq!(r.answer(None, &browser, Audience::Public).encoding, Encoding::Gzip, "what is ready");
         let before = cache.bytes();
         cache.ask_encodings(key, &r, &browser);
+        cache.ask_encodings(key, &r, &safari);
         cache.encoded().await;
         let (zst, br) = (r.made(Encoding::Zstd).expect("zstd"), r.made(Encoding::Brotli).expect("br"));
         let made = size_class(zst.body.len()) + zst.etag.len() + size_class(br.body.len()) + br.etag.len();
         assert_eq!(cache.bytes(), before + made, "each variant charged once made");
-        let a = r.answer(None, &browser, Audience::Public);
+        let a = r.answer(None, &safari, Audience::Public);
         assert_eq!((a.encoding, a.etag), (Encoding::Brotli, &br.etag));
         assert!(br.etag.to_str().expect("ascii").ends_with("-br\""));
+        let smallest = if br.body.len() < zst.body.len() { Encoding::Brotli } else { Encoding::Zstd };
+        assert_eq!(r.answer(None, &browser, Audience::Public).encoding, smallest);
         cache.ask_encodings(key, &r, &browser);
+        cache.ask_encodings(key, &r, &safari);
         cache.encoded().await;
         assert_eq!(cache.bytes(), before + made, "asked again: made once");
         cache.invalidate(1);
@@ -1023,7 +1047,11 @@ mod tests {
         assert_eq!(r.wanted(&browser).count(), 0);
         assert_eq!(r.answer(None, &browser, Audience::Public).encoding, Encoding::Identity);
         let big = topic_body(100);
-        assert_eq!(big.wanted(&browser).collect::<Vec<_>>(), [Encoding::Brotli, Encoding::Zstd]);
+        assert_eq!(big.wanted(&browser).collect::<Vec<_>>(), [Encoding::Zstd], "zstd does as well as Brotli");
+        let safari = Accepted::parse(Some(b"gzip, deflate, br"));
+        assert_eq!(big.wanted(&safari).collect::<Vec<_>>(), [Encoding::Brotli]);
+        let leaning = Accepted::parse(Some(b"br, zstd;q=0.9"));
+        assert_eq!(big.wanted(&leaning).collect::<Vec<_>>(), [Encoding::Brotli, Encoding::Zstd]);
         assert_eq!(big.wanted(&Accepted::parse(Some(b"gzip"))).count(), 0, "gzip is made on the request path");
         assert_eq!(big.wanted(&Accepted::parse(Some(b"br;q=0.5, identity"))).count(), 0, "it prefers identity");
     }

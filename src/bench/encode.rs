@@ -20,7 +20,7 @@ pub struct EncodeArgs {
     pub repeat: usize,
 
     /// Levels measured, as CODING:LEVEL,LEVEL... (codings: gzip, zstd, br).
-    #[arg(long, value_delimiter = ' ', default_value = "gzip:1,5,6,9 zstd:1,3,6,12,15,19 br:4,5,6,9,10,11")]
+    #[arg(long, value_delimiter = ' ', default_value = "gzip:5,9 zstd:3,12,15,19 br:5,9,10,11")]
     pub levels: Vec<String>,
 }
 

@@ -21,7 +21,7 @@ pub enum Encoding {
 }
 
 /// The compressed codings in the server's order of preference when a
-/// client weighs them alike: the smallest output first.
+/// client weighs them alike and their sizes do not decide (`choose`).
 pub const COMPRESSED: [Encoding; 3] = [Encoding::Brotli, Encoding::Zstd, Encoding::Gzip];
 
 impl Encoding {
@@ -136,14 +136,24 @@ impl Accepted {
         ranked.into_iter().filter(|e| self.q(*e) > 0)
     }
 
-    /// The coding to answer with, given which compressed variants
-    /// `available` says can be sent now: the client's best among them,
-    /// unless the client weighs identity above it. Identity also when
-    /// the client refuses it but nothing it takes is available: RFC 9110
-    /// 12.5.3 asks for an answer without a coding rather than an error.
-    pub fn choose(&self, available: impl Fn(Encoding) -> bool) -> Encoding {
-        let best = self.ranked().find(|e| available(*e));
-        match best {
+    /// The coding to answer with, given the size of each compressed
+    /// variant that can be sent now (`None`: it cannot; `usize::MAX`: it
+    /// can, size unknown, as gzip before it is made): among those the
+    /// client weighs highest, the smallest, unless the client weighs
+    /// identity above them. Identity also when the client refuses it but
+    /// nothing it takes can be sent: RFC 9110 12.5.3 asks for an answer
+    /// without a coding rather than an error.
+    pub fn choose(&self, size: impl Fn(Encoding) -> Option<usize>) -> Encoding {
+        let mut best: Option<(Encoding, usize)> = None;
+        for e in self.ranked() {
+            let Some(len) = size(e) else { continue };
+            match best {
+                Some((b, _)) if self.q(b) > self.q(e) => break,
+                Some((_, b_len)) if b_len <= len => {}
+                _ => best = Some((e, len)),
+            }
+        }
+        match best.map(|(e, _)| e) {
             Some(e) if self.identity_named && self.q(Encoding::Identity) > self.q(e) => Encoding::Identity,
             Some(e) => e,
             None => Encoding::Identity,
@@ -262,26 +272,52 @@ mod tests {
         Accepted::parse(Some(value.as_bytes()))
     }
 
+    /// Every compressed variant sendable, size unknown.
+    fn all(_: Encoding) -> Option<usize> {
+        Some(usize::MAX)
+    }
+
+    /// Only the variants `ok` names, size unknown.
+    fn only(ok: &[Encoding]) -> impl Fn(Encoding) -> Option<usize> + '_ {
+        move |e| ok.contains(&e).then_some(usize::MAX)
+    }
+
     /// The coding chosen when every compressed variant is available.
     fn choice(value: &str) -> Encoding {
-        parse(value).choose(|_| true)
+        parse(value).choose(all)
     }
 
     #[test]
     fn without_the_header_only_identity_is_sent() {
         assert_eq!(Accepted::parse(None), Accepted::IDENTITY);
-        assert_eq!(Accepted::parse(None).choose(|_| true), Identity);
+        assert_eq!(Accepted::parse(None).choose(all), Identity);
         assert_eq!(choice(""), Identity, "an empty value asks for no coding");
     }
 
     #[test]
     fn a_browser_gets_brotli_then_zstd_then_gzip_as_they_become_available() {
         let browser = parse("gzip, deflate, br, zstd");
-        assert_eq!(browser.choose(|_| true), Brotli);
-        assert_eq!(browser.choose(|e| e != Brotli), Zstd);
-        assert_eq!(browser.choose(|e| e == Gzip), Gzip);
-        assert_eq!(browser.choose(|_| false), Identity);
+        assert_eq!(browser.choose(all), Brotli);
+        assert_eq!(browser.choose(only(&[Zstd, Gzip])), Zstd);
+        assert_eq!(browser.choose(only(&[Gzip])), Gzip);
+        assert_eq!(browser.choose(|_| None), Identity);
         assert_eq!(browser.ranked().collect::<Vec<_>>(), [Brotli, Zstd, Gzip]);
+    }
+
+    #[test]
+    fn among_codings_weighed_alike_the_smallest_variant_is_sent() {
+        let sizes = |br, zstd| {
+            move |e| match e {
+                Brotli => Some(br),
+                Zstd => Some(zstd),
+                _ => Some(usize::MAX),
+            }
+        };
+        let browser = parse("gzip, deflate, br, zstd");
+        assert_eq!(browser.choose(sizes(200, 190)), Zstd);
+        assert_eq!(browser.choose(sizes(190, 200)), Brotli);
+        assert_eq!(browser.choose(sizes(200, 200)), Brotli, "a tie: the server's order");
+        assert_eq!(parse("br, zstd;q=0.9").choose(sizes(200, 100)), Brotli, "the weight comes first");
     }
 
     #[test]
@@ -314,7 +350,7 @@ mod tests {
         assert_eq!(choice("br, identity"), Brotli, "a tie goes to compression");
         let refused = parse("br, identity;q=0");
         assert_eq!(refused.q(Identity), 0);
-        assert_eq!(refused.choose(|_| false), Identity, "nothing else to send: identity anyway");
+        assert_eq!(refused.choose(|_| None), Identity, "nothing else to send: identity anyway");
     }
 
     #[test]

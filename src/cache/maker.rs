@@ -4,11 +4,13 @@
 //!
 //! A request that would take a variant not made yet gets the best one
 //! there is (gzip or identity) and leaves a job here; a later request gets
-//! the new variant. Brotli at its best quality takes about a second of CPU
-//! on a heavy topic, so it must never hold up an answer, and it runs niced
-//! so the reads get the CPU first. A job whose rendering was evicted
-//! before or while it runs stops (`Rendered::retired`): a topic written
-//! faster than the maker keeps up is simply served gzip or zstd.
+//! the new variant. Brotli at its best quality takes seconds of CPU on a
+//! heavy topic, zstd at 19 a tenth of that, so neither may hold up an
+//! answer, and the thread runs niced so the reads get the CPU first.
+//! zstd jobs go first: a Brotli job runs only when no zstd job waits. A
+//! job whose rendering was evicted before or while it runs stops
+//! (`Rendered::retired`): a topic written faster than the maker keeps up
+//! is simply served zstd or gzip.
 
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -33,9 +35,15 @@ enum Job {
     Flush(tokio::sync::oneshot::Sender<()>),
 }
 
-/// The queue to the maker's thread, started with its first job.
+/// The queues to the maker's thread (zstd's and the rest), started with
+/// its first job.
 pub struct Maker {
-    tx: OnceLock<Option<crossbeam_channel::Sender<Job>>>,
+    tx: OnceLock<Option<Queues>>,
+}
+
+struct Queues {
+    first: crossbeam_channel::Sender<Job>,
+    then: crossbeam_channel::Sender<Job>,
 }
 
 impl Maker {
@@ -43,7 +51,7 @@ impl Maker {
         Maker { tx: OnceLock::new() }
     }
 
-    fn sender(&self, charge: impl FnOnce() -> Charge) -> Option<&crossbeam_channel::Sender<Job>> {
+    fn queues(&self, charge: impl FnOnce() -> Charge) -> Option<&Queues> {
         self.tx.get_or_init(|| start(charge())).as_ref()
     }
 
@@ -54,15 +62,19 @@ impl Maker {
             return;
         }
         let job = Job::Make { key, rendered: Arc::downgrade(rendered), encoding };
-        let sent = self.sender(charge).is_some_and(|tx| tx.try_send(job).is_ok());
+        let sent = self.queues(charge).is_some_and(|q| match encoding {
+            Encoding::Zstd => q.first.try_send(job).is_ok(),
+            _ => q.then.try_send(job).is_ok(),
+        });
         if !sent {
             rendered.drop_job(encoding);
         }
     }
 
-    /// Waits until every job asked for before is done.
+    /// Waits until every job asked for before is done: a flush through
+    /// the second queue is taken only once the first is empty.
     pub async fn flush(&self, charge: impl FnOnce() -> Charge) {
-        let Some(tx) = self.sender(charge).cloned() else { return };
+        let Some(tx) = self.queues(charge).map(|q| q.then.clone()) else { return };
         let (done, wait) = tokio::sync::oneshot::channel();
         // A full queue makes the send wait: on a blocking thread.
         let queued = tokio::task::spawn_blocking(move || tx.send(Job::Flush(done)).is_ok()).await;
@@ -80,11 +92,12 @@ impl Default for Maker {
 
 /// Starts the maker's thread; it ends when the `Maker` is dropped. `None`
 /// when no thread could be started: then only gzip is ever sent.
-fn start(charge: Charge) -> Option<crossbeam_channel::Sender<Job>> {
-    let (tx, rx) = crossbeam_channel::bounded::<Job>(QUEUE);
+fn start(charge: Charge) -> Option<Queues> {
+    let (first, first_rx) = crossbeam_channel::bounded::<Job>(QUEUE);
+    let (then, then_rx) = crossbeam_channel::bounded::<Job>(QUEUE);
     let spawned = std::thread::Builder::new().name("pith-encoder".to_owned()).spawn(move || {
         lower_priority();
-        for job in rx {
+        while let Some(job) = next(&first_rx, &then_rx) {
             match job {
                 Job::Make { key, rendered, encoding } => make(key, &rendered, encoding, &charge),
                 Job::Flush(done) => {
@@ -94,11 +107,23 @@ fn start(charge: Charge) -> Option<crossbeam_channel::Sender<Job>> {
         }
     });
     match spawned {
-        Ok(_) => Some(tx),
+        Ok(_) => Some(Queues { first, then }),
         Err(e) => {
             tracing::warn!(error = %e, "could not start the encoder thread: no zstd or Brotli variants");
             None
         }
+    }
+}
+
+/// The next job: the first queue's while it has one, else whichever
+/// queue has one first; `None` once the `Maker` is gone.
+fn next(first: &crossbeam_channel::Receiver<Job>, then: &crossbeam_channel::Receiver<Job>) -> Option<Job> {
+    if let Ok(job) = first.try_recv() {
+        return Some(job);
+    }
+    crossbeam_channel::select! {
+        recv(first) -> job => job.ok(),
+        recv(then) -> job => job.ok(),
     }
 }
 

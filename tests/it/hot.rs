@@ -201,13 +201,14 @@ async fn a_parked_connection_answers_cached_topics_itself_as_hyper_and_the_route
     assert_eq!(get(&app, &hot, &[]).await.status, 200, "rendered and cached");
     let etag = get(&app, &hot, &[]).await.header("etag").expect("etag").to_owned();
     // zstd and Brotli made (off the request path), for the rounds that take them.
-    get(&app, &hot, &[("accept-encoding", "br, zstd")]).await;
+    get(&app, &hot, &[("accept-encoding", "br")]).await;
+    get(&app, &hot, &[("accept-encoding", "zstd")]).await;
     app.state.cache.encoded().await;
     let fast = || app.state.metrics.http.fast_answers.get();
     for (extra, coding) in [
         (String::new(), None),
         ("Accept-Encoding: gzip\r\n".to_owned(), Some("gzip")),
-        ("Accept-Encoding: gzip, deflate, br, zstd\r\n".to_owned(), Some("br")),
+        ("Accept-Encoding: gzip, deflate, br\r\n".to_owned(), Some("br")),
         ("Accept-Encoding: zstd;q=1, br;q=0.5\r\n".to_owned(), Some("zstd")),
         (format!("If-None-Match: {etag}\r\n"), None),
         ("X-Request-Id: trace-me-1234\r\nConnection: keep-alive\r\n".to_owned(), None),

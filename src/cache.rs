@@ -536,10 +536,8 @@ impl TopicCache {
     /// `rendered` that a request accepting `accepted` would rather have
     /// than what it gets now; they are there for later requests.
     pub fn ask_encodings(&self, key: Key, rendered: &Arc<Rendered>, accepted: &Accepted) {
-        // zstd first: it takes a fraction of Brotli's time.
-        let mut wanted: Vec<Encoding> = rendered.wanted(accepted).collect();
-        wanted.sort_by_key(|e| *e != Encoding::Zstd);
-        for encoding in wanted {
+        // The maker runs zstd jobs first whatever the order asked.
+        for encoding in rendered.wanted(accepted) {
             self.maker.ask(key, rendered, encoding, || self.charge());
         }
     }

@@ -103,13 +103,20 @@ impl Accepted {
                 continue;
             }
             let Some(q) = weight(parts) else { continue };
-            let slot = match coding.to_ascii_lowercase().as_str() {
-                "*" => &mut star,
-                "identity" => &mut named[Encoding::Identity.index()],
-                "gzip" | "x-gzip" => &mut named[Encoding::Gzip.index()],
-                "zstd" => &mut named[Encoding::Zstd.index()],
-                "br" => &mut named[Encoding::Brotli.index()],
-                _ => continue,
+            // No lowercased copy: this runs for every cached read.
+            let is = |name: &str| coding.eq_ignore_ascii_case(name);
+            let slot = if coding == "*" {
+                &mut star
+            } else if is("identity") {
+                &mut named[Encoding::Identity.index()]
+            } else if is("gzip") || is("x-gzip") {
+                &mut named[Encoding::Gzip.index()]
+            } else if is("zstd") {
+                &mut named[Encoding::Zstd.index()]
+            } else if is("br") {
+                &mut named[Encoding::Brotli.index()]
+            } else {
+                continue;
             };
             slot.get_or_insert(q);
         }

@@ -236,8 +236,8 @@ impl Rendered {
     /// The off-path codings this client ranks above the best variant it
     /// can get now: the ones worth asking the maker for. Not Brotli from a
     /// client that takes zstd as readily: at the levels here zstd comes out
-    /// as small for a sixth of the CPU (docs/PERFORMANCE.md, "Brotli and
-    /// zstd"), so Brotli is made for the clients without zstd.
+    /// as small for a fraction of the CPU (docs/PERFORMANCE.md, "Heavy
+    /// answers on the wire"), so Brotli is made for the clients without zstd.
     fn wanted<'a>(&'a self, accepted: &'a Accepted) -> impl Iterator<Item = Encoding> + 'a {
         let now = accepted.choose(|e| self.size_now(e));
         // A client that weighs identity above every coding wants none.

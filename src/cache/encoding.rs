@@ -5,7 +5,7 @@
 //! before (fast enough, and every client takes it); zstd and Brotli, which
 //! browsers take over HTTPS and which are made off the request path
 //! (`cache::maker`) at the levels below, chosen from measurements on the
-//! heavy data set (docs/PERFORMANCE.md, "Brotli and zstd").
+//! heavy data set (docs/PERFORMANCE.md, "Heavy answers on the wire").
 
 use std::io::{self, Read, Write};
 
@@ -58,7 +58,7 @@ impl Encoding {
 pub const GZIP_LEVEL: u32 = 5;
 
 /// zstd's level for cached renderings, made off the request path.
-/// docs/PERFORMANCE.md, "Brotli and zstd", has the measurements.
+/// docs/PERFORMANCE.md, "Heavy answers on the wire", has the measurements.
 pub const ZSTD_LEVEL: i32 = 19;
 
 /// Brotli's quality for cached renderings, made off the request path.

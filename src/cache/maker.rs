@@ -4,8 +4,8 @@
 //!
 //! A request that would take a variant not made yet gets the best one
 //! there is (gzip or identity) and leaves a job here; a later request gets
-//! the new variant. Brotli at its best quality takes seconds of CPU on a
-//! heavy topic, zstd at 19 a tenth of that, so neither may hold up an
+//! the new variant. Brotli at its best quality takes over a second of CPU
+//! on a heavy topic, zstd at 19 a quarter of that or less, so neither may hold up an
 //! answer, and the thread runs niced so the reads get the CPU first.
 //! zstd jobs go first: a Brotli job runs only when no zstd job waits. A
 //! job whose rendering was evicted before or while it runs stops

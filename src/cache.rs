@@ -1,6 +1,7 @@
 //! The rendered-response cache: a topic rendered once, as the API's JSON
-//! or as the signed-out HTML page, with a gzip variant and a strong ETag,
-//! served to every reader until a write to that topic evicts it.
+//! or as the signed-out HTML page, with gzip, zstd and Brotli variants and
+//! a strong ETag for each, served to every reader until a write to that
+//! topic evicts it.
 //!
 //! Entries are grouped by topic: one slot per topic holds every variant
 //! (JSON and page in each post order, and single posts' HTML for the live
@@ -21,11 +22,22 @@
 //! renders and the others wait for its bytes. An invalidation also forgets
 //! the renders in flight, so a read that starts after a write never waits
 //! on a render that began before it.
+//!
+//! Encodings: the gzip variant is made by the first request that takes
+//! it, as it always was; zstd and Brotli by a thread of their own
+//! (`maker`), and each is charged to the budget once made. Which variant
+//! a request gets: `encoding` (its `Accept-Encoding`, q-values and all).
+//!
+//! # Layout
+//! - `encoding`: `Accept-Encoding`, the codings and their levels.
+//! - `maker`: the thread that makes the zstd and Brotli variants.
+
+pub mod encoding;
+pub mod maker;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -33,6 +45,8 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use lru::LruCache;
 
+pub use self::encoding::{Accepted, Encoding};
+use self::maker::{Charge, Maker};
 use crate::model::Restricted;
 use crate::store::{PostCursor, PostSort};
 
@@ -47,10 +61,11 @@ pub enum Format {
 #[derive(Debug)]
 pub struct Rendered {
     pub body: Bytes,
-    /// The gzip variant, made on the first request that accepts it (so a
-    /// topic nobody asks compressed costs neither the CPU nor the memory);
-    /// `None` inside when compression would not save anything.
-    gzip: OnceLock<Option<Bytes>>,
+    /// The gzip, zstd and Brotli variants (`coded_index`), each made when
+    /// first asked for (so a topic nobody asks compressed costs neither
+    /// the CPU nor the memory); `None` inside when the coding would not
+    /// save anything. Boxed: most renderings have few of them.
+    coded: [OnceLock<Option<Box<Coded>>>; 3],
     /// A strong validator: `"` + hash of `body` + `"`, kept as the header
     /// value so a hit copies no string.
     pub etag: HeaderValue,
@@ -62,9 +77,34 @@ pub struct Rendered {
     /// topic written again before anyone reads it would otherwise be
     /// rendered for nobody at every write.
     read: AtomicBool,
+    /// One bit per coding the maker was asked for, so it is asked once.
+    jobs: AtomicU8,
+    /// Set when the cache lets go of this rendering (a write, the LRU, a
+    /// newer render): the maker stops working on it.
+    retired: AtomicBool,
+    /// Bytes of variants made since it was cached, charged to the budget
+    /// on top of `weight`'s estimate.
+    charged: AtomicUsize,
 }
 
-/// Bodies at least this large are gzipped (on demand) for clients that ask.
+/// A compressed variant and its own strong ETag (`Encoding::etag_suffix`).
+#[derive(Debug)]
+pub struct Coded {
+    body: Bytes,
+    etag: HeaderValue,
+}
+
+/// `coded`'s slot of each compressed coding.
+fn coded_index(encoding: Encoding) -> Option<usize> {
+    match encoding {
+        Encoding::Identity => None,
+        Encoding::Gzip => Some(0),
+        Encoding::Zstd => Some(1),
+        Encoding::Brotli => Some(2),
+    }
+}
+
+/// Bodies at least this large are compressed (on demand) for clients that ask.
 const GZIP_MIN: usize = 256;
 
 /// Bodies at least this large are gzipped on a blocking thread (see
@@ -89,11 +129,23 @@ impl Rendered {
     fn of(format: Format, body: Vec<u8>, restricted: Option<Restricted>) -> Rendered {
         let etag = format!("\"{:032x}\"", xxhash_rust::xxh3::xxh3_128(&body));
         let etag = HeaderValue::from_str(&etag).unwrap_or_else(|_| HeaderValue::from_static("\"\""));
-        let gzip = OnceLock::new();
+        let coded = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
         if body.len() < GZIP_MIN {
-            let _ = gzip.set(None);
+            for c in &coded {
+                let _ = c.set(None);
+            }
         }
-        Rendered { body: in_size_class(body), gzip, etag, restricted, format, read: AtomicBool::new(false) }
+        Rendered {
+            body: in_size_class(body),
+            coded,
+            etag,
+            restricted,
+            format,
+            read: AtomicBool::new(false),
+            jobs: AtomicU8::new(0),
+            retired: AtomicBool::new(false),
+            charged: AtomicUsize::new(0),
+        }
     }
 
     /// Notes that a reader got this rendering. Written only the first
@@ -112,11 +164,107 @@ impl Rendered {
 
     /// The gzip variant, compressing now if no request asked for it yet.
     pub fn gzip(&self) -> Option<&Bytes> {
-        self.gzip.get_or_init(|| gzip(&self.body)).as_ref()
+        self.gzip_coded().map(|c| &c.body)
+    }
+
+    fn gzip_coded(&self) -> Option<&Coded> {
+        self.coded[0]
+            .get_or_init(|| self.coded(Encoding::Gzip, encoding::encode(&self.body, Encoding::Gzip, &|| true)))
+            .as_deref()
+    }
+
+    /// The variant in `encoding` if it is made (gzip: made now if not).
+    fn variant(&self, encoding: Encoding) -> Option<&Coded> {
+        match encoding {
+            Encoding::Gzip => self.gzip_coded(),
+            _ => self.made(encoding),
+        }
+    }
+
+    /// The variant in `encoding` if it is made already.
+    fn made(&self, encoding: Encoding) -> Option<&Coded> {
+        coded_index(encoding).and_then(|i| self.coded[i].get()).and_then(Option::as_deref)
+    }
+
+    /// The size of the variant in `encoding` if it can be sent now: made,
+    /// or gzip, which is made when first sent (size unknown till then).
+    fn size_now(&self, encoding: Encoding) -> Option<usize> {
+        match (encoding, self.made(encoding)) {
+            (_, Some(coded)) => Some(coded.body.len()),
+            (Encoding::Gzip, None) if !self.settled(Encoding::Gzip) => Some(usize::MAX),
+            _ => None,
+        }
+    }
+
+    /// Whether the variant in `encoding` is made or known not to be worth it.
+    fn settled(&self, encoding: Encoding) -> bool {
+        coded_index(encoding).is_none_or(|i| self.coded[i].get().is_some())
+    }
+
+    /// A variant of this body as it will be kept.
+    fn coded(&self, encoding: Encoding, out: Option<Vec<u8>>) -> Option<Box<Coded>> {
+        let base = self.etag.as_bytes();
+        let etag = [&base[..base.len().saturating_sub(1)], encoding.etag_suffix().as_bytes(), b"\""].concat();
+        let etag = HeaderValue::from_bytes(&etag).ok()?;
+        Some(Box::new(Coded { body: in_size_class(out?), etag }))
+    }
+
+    /// Keeps the maker's `out` as the variant in `encoding`; returns the
+    /// bytes it adds, to charge to the budget.
+    fn set_encoded(&self, encoding: Encoding, out: Option<Vec<u8>>) -> usize {
+        let Some(i) = coded_index(encoding) else { return 0 };
+        let coded = self.coded(encoding, out);
+        let added = coded.as_ref().map_or(0, |c| size_class(c.body.len()) + c.etag.len());
+        if self.coded[i].set(coded).is_err() {
+            return 0;
+        }
+        added
+    }
+
+    /// Claims the maker's one job for `encoding`: false when the variant is
+    /// settled or a job for it was claimed already.
+    fn take_job(&self, encoding: Encoding) -> bool {
+        let bit = 1 << encoding as u8;
+        !self.settled(encoding) && self.jobs.fetch_or(bit, Ordering::Relaxed) & bit == 0
+    }
+
+    /// Gives back a job that could not be queued, so a later request asks again.
+    fn drop_job(&self, encoding: Encoding) {
+        self.jobs.fetch_and(!(1 << encoding as u8), Ordering::Relaxed);
+    }
+
+    /// The off-path codings this client ranks above the best variant it
+    /// can get now: the ones worth asking the maker for. Not Brotli from a
+    /// client that takes zstd as readily: at the levels here zstd comes out
+    /// as small for a fraction of the CPU (docs/PERFORMANCE.md, "Heavy
+    /// answers on the wire"), so Brotli is made for the clients without zstd.
+    fn wanted<'a>(&'a self, accepted: &'a Accepted) -> impl Iterator<Item = Encoding> + 'a {
+        let now = accepted.choose(|e| self.size_now(e));
+        // A client that weighs identity above every coding wants none.
+        let any = accepted.choose(|_| Some(usize::MAX)) != Encoding::Identity;
+        accepted
+            .ranked()
+            .take_while(move |e| any && *e != now)
+            .filter(|e| match e {
+                Encoding::Zstd => true,
+                Encoding::Brotli => accepted.q(Encoding::Zstd) < accepted.q(Encoding::Brotli),
+                _ => false,
+            })
+            .filter(|e| !self.settled(*e))
+    }
+
+    fn retire(&self) {
+        self.retired.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the cache let go of this rendering.
+    pub fn retired(&self) -> bool {
+        self.retired.load(Ordering::Relaxed)
     }
 
     /// Makes sure the gzip variant of a large body exists before `respond`
-    /// runs on an async worker: a big topic takes milliseconds to compress.
+    /// runs on an async worker when the answer will be gzip: a big topic
+    /// takes milliseconds to compress.
     pub async fn gzip_ready(self: &Arc<Self>, headers: &HeaderMap) {
         if self.gzip_pending(headers) {
             let r = self.clone();
@@ -131,21 +279,25 @@ impl Rendered {
     /// True when answering a request with these headers would first have
     /// to compress a large body (see `gzip_ready`).
     pub fn gzip_pending(&self, headers: &HeaderMap) -> bool {
-        self.gzip_pending_for(headers.get(header::ACCEPT_ENCODING).map(HeaderValue::as_bytes))
+        self.gzip_pending_for(&Accepted::parse(headers.get(header::ACCEPT_ENCODING).map(HeaderValue::as_bytes)))
     }
 
-    /// `gzip_pending` for this `Accept-Encoding` value, if any.
-    pub fn gzip_pending_for(&self, accept_encoding: Option<&[u8]>) -> bool {
-        self.gzip.get().is_none() && self.body.len() >= GZIP_INLINE_MAX && accepts_gzip_value(accept_encoding)
+    /// `gzip_pending` for what a request accepts.
+    pub fn gzip_pending_for(&self, accepted: &Accepted) -> bool {
+        self.coded[0].get().is_none()
+            && self.body.len() >= GZIP_INLINE_MAX
+            && accepted.choose(|e| self.size_now(e)) == Encoding::Gzip
     }
 
     /// What the entry is charged against the budget. The gzip variant is
     /// charged up front (a fixed share of the body, about what JSON and
-    /// HTML compress to), so the budget holds whether or not it is made.
+    /// HTML compress to), so the budget holds whether or not it is made;
+    /// zstd and Brotli when the maker made them (`charged`).
     fn weight(&self) -> usize {
         let restricted = self.restricted.as_ref().map_or(0, |r| r.authors.len() * 8);
         let gzip = if self.body.len() >= GZIP_MIN { self.body.len() / 4 } else { 0 };
-        size_class(self.body.len()) + gzip + self.etag.len() + restricted + 128
+        let made = self.charged.load(Ordering::Relaxed);
+        size_class(self.body.len()) + gzip + made + self.etag.len() + restricted + 128
     }
 }
 
@@ -174,20 +326,6 @@ fn size_class(len: usize) -> usize {
     }
     let step = len.next_power_of_two() / 8;
     len.div_ceil(step) * step
-}
-
-/// Level 5, not zlib's default 6: every write to a topic makes its gzip
-/// variant again, and on a ~1 MB topic of the heavy data set level 6 took
-/// 43 ms for 219 KB, level 5 15 ms for 243 KB (zlib-rs; docs/PERFORMANCE.md,
-/// "Gzip after a write").
-const GZIP_LEVEL: u32 = 5;
-
-fn gzip(data: &[u8]) -> Option<Bytes> {
-    let level = flate2::Compression::new(GZIP_LEVEL);
-    let mut enc = flate2::write::GzEncoder::new(Vec::with_capacity(data.len() / 3), level);
-    enc.write_all(data).ok()?;
-    let out = enc.finish().ok()?;
-    (out.len() < data.len()).then(|| in_size_class(out))
 }
 
 /// Which rendering of a topic an entry is.
@@ -302,15 +440,42 @@ impl Inner {
     /// Drops the index's entries of a slot taken out of `entries`.
     fn forget(&mut self, topic: i64, slot: &Slot) {
         self.bytes -= slot.weight;
-        for (variant, _) in &slot.variants {
+        for (variant, rendered) in &slot.variants {
+            rendered.retire();
             self.index.remove(&(topic, *variant));
         }
     }
 
     fn clear(&mut self) {
+        for rendered in self.index.values() {
+            rendered.retire();
+        }
         self.entries.clear();
         self.index.clear();
         self.bytes = 0;
+    }
+
+    /// Charges `added` more bytes to `key`'s rendering, if `rendered` is
+    /// still the one cached, and evicts to stay within `budget`.
+    fn charge(&mut self, key: Key, rendered: &Arc<Rendered>, added: usize, budget: usize) {
+        if !self.index.get(&key).is_some_and(|cached| Arc::ptr_eq(cached, rendered)) {
+            return;
+        }
+        let Some(slot) = self.entries.peek_mut(&key.0) else { return };
+        rendered.charged.fetch_add(added, Ordering::Relaxed);
+        slot.weight += added;
+        self.bytes += added;
+        self.shrink(budget);
+    }
+
+    /// Evicts the least recently used topics until the cache fits `budget`.
+    fn shrink(&mut self, budget: usize) {
+        while self.bytes > budget {
+            match self.entries.pop_lru() {
+                Some((topic, old)) => self.forget(topic, &old),
+                None => break,
+            }
+        }
     }
 }
 
@@ -324,8 +489,11 @@ pub struct CacheConfig {
 }
 
 pub struct TopicCache {
-    inner: Mutex<Inner>,
+    /// Shared with the maker's thread, which charges what it makes.
+    inner: Arc<Mutex<Inner>>,
     budget: usize,
+    /// Makes the zstd and Brotli variants off the request path.
+    maker: Maker,
     /// Lookups answered from the cache and lookups that had to render (or
     /// wait for a render), for `/metrics`: one atomic add each.
     pub hits: prometheus_client::metrics::counter::Counter,
@@ -339,24 +507,55 @@ pub struct Ticket(u64, u64);
 impl TopicCache {
     pub fn new(budget_bytes: usize) -> TopicCache {
         TopicCache {
-            inner: Mutex::new(Inner {
+            inner: Arc::new(Mutex::new(Inner {
                 entries: LruCache::unbounded(),
                 index: HashMap::default(),
                 epoch: 0,
                 generations: HashMap::new(),
                 in_flight: HashMap::new(),
                 bytes: 0,
-            }),
+            })),
             budget: budget_bytes,
+            maker: Maker::new(),
             hits: Default::default(),
             misses: Default::default(),
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A panic while holding this lock leaves the map consistent (every
-        // mutation is a single call), so poisoning is safe to ignore.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner)
+    }
+
+    /// What the maker calls with the bytes of each variant it made.
+    fn charge(&self) -> Charge {
+        let (inner, budget) = (self.inner.clone(), self.budget);
+        Box::new(move |key, rendered, added| lock(&inner).charge(key, rendered, added, budget))
+    }
+
+    /// Asks the maker for the zstd and Brotli variants of `key`'s cached
+    /// `rendered` that a request accepting `accepted` would rather have
+    /// than what it gets now; they are there for later requests.
+    pub fn ask_encodings(&self, key: Key, rendered: &Arc<Rendered>, accepted: &Accepted) {
+        // The maker runs zstd jobs first whatever the order asked.
+        for encoding in rendered.wanted(accepted) {
+            self.maker.ask(key, rendered, encoding, || self.charge());
+        }
+    }
+
+    /// Gets `key`'s cached `rendered` ready to answer a request with
+    /// `headers`: asks for the variants made off the request path
+    /// (`ask_encodings`) and makes the gzip one now if it is the answer
+    /// (`Rendered::gzip_ready`).
+    pub async fn prepare(&self, key: Key, rendered: &Arc<Rendered>, headers: &HeaderMap) {
+        let accepted = Accepted::parse(headers.get(header::ACCEPT_ENCODING).map(HeaderValue::as_bytes));
+        self.ask_encodings(key, rendered, &accepted);
+        rendered.gzip_ready(headers).await;
+    }
+
+    /// Waits until the maker has done every job asked of it so far (for
+    /// tests and benchmarks, which look at what it made).
+    pub async fn encoded(&self) {
+        self.maker.flush(|| self.charge()).await;
     }
 
     /// The rendering of `key`, if cached, for a reader (it counts as read).
@@ -448,16 +647,14 @@ impl TopicCache {
             return;
         }
         let slot = inner.entries.get_or_insert_mut(key.0, Slot::default);
-        let old = slot.insert(key.1, value.clone()).map_or(0, |old| old.weight());
+        let old = slot.insert(key.1, value.clone()).map_or(0, |old| {
+            old.retire();
+            old.weight()
+        });
         slot.weight = slot.weight + weight - old;
         inner.bytes = inner.bytes + weight - old;
         inner.index.insert(key, value);
-        while inner.bytes > self.budget {
-            match inner.entries.pop_lru() {
-                Some((topic, old)) => inner.forget(topic, &old),
-                None => break,
-            }
-        }
+        inner.shrink(self.budget);
     }
 
     /// Evicts every rendering of `topic` (JSON, pages, posts) and forgets
@@ -512,6 +709,12 @@ impl TopicCache {
     }
 }
 
+fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    // A panic while holding this lock leaves the map consistent (every
+    // mutation is a single call), so poisoning is safe to ignore.
+    inner.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl Default for TopicCache {
     fn default() -> Self {
         TopicCache::new(128 << 20)
@@ -536,23 +739,21 @@ pub struct Answer<'a> {
     pub status: StatusCode,
     /// The body to send (none with a 304).
     pub body: Option<&'a Bytes>,
-    /// The body is the gzip variant.
-    pub gzip: bool,
+    /// The body's coding (and a 304's: the one a 200 would have had).
+    pub encoding: Encoding,
     pub content_type: &'static str,
+    /// The ETag of the variant sent.
     pub etag: &'a HeaderValue,
     pub vary: &'static str,
     pub cache_control: &'static str,
 }
 
 impl Rendered {
-    /// The answer to a request with these `If-None-Match` and
-    /// `Accept-Encoding` values.
-    pub fn answer(
-        &self,
-        if_none_match: Option<&[u8]>,
-        accept_encoding: Option<&[u8]>,
-        audience: Audience,
-    ) -> Answer<'_> {
+    /// The answer to a request with this `If-None-Match` value that
+    /// accepts `accepted`: the best variant the client takes among those
+    /// made (gzip is made now if it is the one), 304 when the client holds
+    /// that variant's ETag.
+    pub fn answer(&self, if_none_match: Option<&[u8]>, accepted: &Accepted, audience: Audience) -> Answer<'_> {
         let cache_control = match audience {
             Audience::Public => "no-cache",
             Audience::Private => "private, no-cache",
@@ -570,37 +771,37 @@ impl Rendered {
             Format::Json => "application/json",
             Format::Html => "text/html; charset=utf-8",
         };
-        let mut answer = Answer {
-            status: StatusCode::OK,
-            body: None,
-            gzip: false,
-            content_type,
-            etag: &self.etag,
-            vary,
-            cache_control,
+        let chosen = accepted.choose(|e| self.size_now(e));
+        // gzip is made now if it is the answer; if it saves nothing, identity.
+        let (encoding, body, etag) = match self.variant(chosen) {
+            Some(coded) => (chosen, &coded.body, &coded.etag),
+            None => (Encoding::Identity, &self.body, &self.etag),
         };
-        let inm = if_none_match.and_then(visible_ascii);
+        let mut answer =
+            Answer { status: StatusCode::OK, body: None, encoding, content_type, etag, vary, cache_control };
+        // Weak comparison (RFC 9110 13.1.2) with the ETag of the variant
+        // this request gets: a client holding another coding of the same
+        // body gets this one whole, so its cache matches what it holds.
+        let inm = if_none_match.and_then(encoding::visible_ascii);
         if inm.is_some_and(|inm| {
             inm.split(',')
                 .map(|t| t.trim().trim_start_matches("W/"))
-                .any(|t| t == "*" || t.as_bytes() == self.etag.as_bytes())
+                .any(|t| t == "*" || t.as_bytes() == etag.as_bytes())
         }) {
             // A 304 repeats the validators and caching headers of the 200 (RFC 9110 15.4.5).
             answer.status = StatusCode::NOT_MODIFIED;
             return answer;
         }
-        let gz = if self.body.len() >= GZIP_MIN && accepts_gzip_value(accept_encoding) { self.gzip() } else { None };
-        answer.gzip = gz.is_some();
-        answer.body = Some(gz.unwrap_or(&self.body));
+        answer.body = Some(body);
         answer
     }
 }
 
-/// Answers from a render: 304 when the client has it, the gzip variant
-/// when the client accepts it. Shared by the API and the pages.
+/// Answers from a render: 304 when the client has it, else the best
+/// variant the client accepts that is made. Shared by the API and the pages.
 pub fn respond(r: &Rendered, headers: &HeaderMap, audience: Audience) -> Response {
     let value = |name| headers.get(name).map(HeaderValue::as_bytes);
-    let a = r.answer(value(header::IF_NONE_MATCH), value(header::ACCEPT_ENCODING), audience);
+    let a = r.answer(value(header::IF_NONE_MATCH), &Accepted::parse(value(header::ACCEPT_ENCODING)), audience);
     let mut res = match a.body {
         Some(body) => body.clone().into_response(),
         None => a.status.into_response(),
@@ -609,8 +810,8 @@ pub fn respond(r: &Rendered, headers: &HeaderMap, audience: Audience) -> Respons
     if a.body.is_some() {
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static(a.content_type));
     }
-    if a.gzip {
-        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    if a.body.is_some() && a.encoding != Encoding::Identity {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(a.encoding.name()));
     }
     h.insert(header::ETAG, a.etag.clone());
     h.insert(header::VARY, HeaderValue::from_static(a.vary));
@@ -618,28 +819,11 @@ pub fn respond(r: &Rendered, headers: &HeaderMap, audience: Audience) -> Respons
     res
 }
 
-/// True when `Accept-Encoding` lists gzip without `q=0`.
+/// True when a request with these headers is to get gzip rather than
+/// identity (for answers made per request, where gzip is the only coding).
 pub fn accepts_gzip(headers: &HeaderMap) -> bool {
-    accepts_gzip_value(headers.get(header::ACCEPT_ENCODING).map(HeaderValue::as_bytes))
-}
-
-/// A header value as text when it is visible ASCII (as
-/// `HeaderValue::to_str` takes it), else `None`.
-fn visible_ascii(value: &[u8]) -> Option<&str> {
-    value.iter().all(|&b| b == b'\t' || (32..127).contains(&b)).then(|| std::str::from_utf8(value).ok()).flatten()
-}
-
-/// `accepts_gzip` for the header's value, if any.
-pub fn accepts_gzip_value(value: Option<&[u8]>) -> bool {
-    let Some(v) = value.and_then(visible_ascii) else {
-        return false;
-    };
-    v.split(',').any(|item| {
-        let mut parts = item.split(';').map(str::trim);
-        let name = parts.next().unwrap_or("");
-        let q_zero = parts.any(|p| p.replace(' ', "").trim_start_matches("q=").parse::<f32>() == Ok(0.0));
-        (name.eq_ignore_ascii_case("gzip") || name == "*") && !q_zero
-    })
+    let accepted = Accepted::parse(headers.get(header::ACCEPT_ENCODING).map(HeaderValue::as_bytes));
+    accepted.choose(|e| (e == Encoding::Gzip).then_some(usize::MAX)) == Encoding::Gzip
 }
 
 #[cfg(test)]
@@ -799,6 +983,75 @@ mod tests {
         assert_eq!(&missed.expect("render").body[..], b"missed");
         assert_eq!(cache.invalidate(8), [key.1], "rendered for a reader who missed: read");
         assert_eq!(cache.invalidate(8), Vec::<Variant>::new(), "nothing cached");
+    }
+
+    /// A JSON body of `n` posts, as compressible as a topic's.
+    fn topic_body(n: usize) -> Arc<Rendered> {
+        let posts: Vec<String> = (0..n).map(|i| format!("{{\"id\":{i},\"body\":\"post {i} says a thing\"}}")).collect();
+        render(&format!("{{\"posts\":[{}]}}", posts.join(",")))
+    }
+
+    #[tokio::test]
+    async fn the_maker_makes_what_a_client_would_rather_have_and_charges_it_to_the_budget() {
+        let cache = TopicCache::new(1 << 20);
+        let key = (1, Variant::Json(PostSort::Best));
+        cache.insert(key, cache.ticket(1), topic_body(500));
+        let r = cache.get(key).expect("cached");
+        let browser = Accepted::parse(Some(b"gzip, deflate, br, zstd"));
+        let safari = Accepted::parse(Some(b"gzip, deflate, br"));
+        assert_eq!(r.answer(None, &browser, Audience::Public).encoding, Encoding::Gzip, "what is ready");
+        let before = cache.bytes();
+        cache.ask_encodings(key, &r, &browser);
+        cache.ask_encodings(key, &r, &safari);
+        cache.encoded().await;
+        let (zst, br) = (r.made(Encoding::Zstd).expect("zstd"), r.made(Encoding::Brotli).expect("br"));
+        let made = size_class(zst.body.len()) + zst.etag.len() + size_class(br.body.len()) + br.etag.len();
+        assert_eq!(cache.bytes(), before + made, "each variant charged once made");
+        let a = r.answer(None, &safari, Audience::Public);
+        assert_eq!((a.encoding, a.etag), (Encoding::Brotli, &br.etag));
+        assert!(br.etag.to_str().expect("ascii").ends_with("-br\""));
+        let smallest = if br.body.len() < zst.body.len() { Encoding::Brotli } else { Encoding::Zstd };
+        assert_eq!(r.answer(None, &browser, Audience::Public).encoding, smallest);
+        cache.ask_encodings(key, &r, &browser);
+        cache.ask_encodings(key, &r, &safari);
+        cache.encoded().await;
+        assert_eq!(cache.bytes(), before + made, "asked again: made once");
+        cache.invalidate(1);
+        assert_eq!(cache.bytes(), 0, "the charge leaves with the topic");
+    }
+
+    #[tokio::test]
+    async fn an_evicted_rendering_is_not_encoded_or_charged() {
+        let cache = TopicCache::new(1 << 20);
+        let key = (2, Variant::Json(PostSort::Best));
+        cache.insert(key, cache.ticket(2), topic_body(500));
+        let r = cache.get(key).expect("cached");
+        cache.invalidate(2);
+        assert!(r.retired());
+        cache.ask_encodings(key, &r, &Accepted::parse(Some(b"br")));
+        cache.encoded().await;
+        assert!(r.made(Encoding::Brotli).is_none(), "nobody will read it");
+        assert_eq!(cache.bytes(), 0);
+        let replaced = topic_body(10);
+        cache.insert(key, cache.ticket(2), replaced.clone());
+        cache.insert(key, cache.ticket(2), topic_body(11));
+        assert!(replaced.retired(), "a newer render retires the older");
+    }
+
+    #[test]
+    fn small_bodies_have_no_variants_to_ask_for() {
+        let r = render("short");
+        let browser = Accepted::parse(Some(b"br, zstd, gzip"));
+        assert_eq!(r.wanted(&browser).count(), 0);
+        assert_eq!(r.answer(None, &browser, Audience::Public).encoding, Encoding::Identity);
+        let big = topic_body(100);
+        assert_eq!(big.wanted(&browser).collect::<Vec<_>>(), [Encoding::Zstd], "zstd does as well as Brotli");
+        let safari = Accepted::parse(Some(b"gzip, deflate, br"));
+        assert_eq!(big.wanted(&safari).collect::<Vec<_>>(), [Encoding::Brotli]);
+        let leaning = Accepted::parse(Some(b"br, zstd;q=0.9"));
+        assert_eq!(big.wanted(&leaning).collect::<Vec<_>>(), [Encoding::Brotli, Encoding::Zstd]);
+        assert_eq!(big.wanted(&Accepted::parse(Some(b"gzip"))).count(), 0, "gzip is made on the request path");
+        assert_eq!(big.wanted(&Accepted::parse(Some(b"br;q=0.5, identity"))).count(), 0, "it prefers identity");
     }
 
     #[test]

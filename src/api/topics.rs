@@ -8,7 +8,9 @@ use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 
 use super::extract::{Json, Path, Query};
-use crate::app::read::{cached_public, parse_html, parse_post_cursor, parse_post_sort, privileged_viewer, render};
+use crate::app::read::{
+    cached_public, parse_html, parse_post_cursor, parse_post_sort, privileged_viewer, public_key, render,
+};
 use crate::app::topics::{create_topic, delete_topic, edit_topic, new_topic};
 use crate::app::{AppError, AppResult, AppState, AuthUser, ClientIp, votes};
 use crate::cache::{Audience, respond};
@@ -65,10 +67,10 @@ async fn get_topic<S: Store>(
         if restricted.topic_removed {
             return Err(AppError::not_found("topic"));
         }
-        rendered.gzip_ready(&parts.headers).await;
+        state.cache.prepare(public_key(id, sort, html, after), &rendered, &parts.headers).await;
         return Ok(respond(&rendered, &parts.headers, Audience::Public));
     }
-    rendered.gzip_ready(req.headers()).await;
+    state.cache.prepare(public_key(id, sort, html, after), &rendered, req.headers()).await;
     Ok(respond(&rendered, req.headers(), Audience::Public))
 }
 

@@ -10,7 +10,7 @@ use axum::http::header;
 use serde::Serialize;
 
 use super::{AppError, AppResult, AppState, AuthUser};
-use crate::cache::{Rendered, Variant};
+use crate::cache::{Key, Rendered, Variant};
 use crate::model::paging::PageLimit;
 use crate::model::policy::{self, BanFacts, ItemFacts, Kind, TopicFacts};
 use crate::model::{Post, Restricted, Timestamp, Topic, User, Viewer, redact};
@@ -139,11 +139,18 @@ pub async fn cached_public<S: Store>(
     html: bool,
     after: Option<PostCursor>,
 ) -> AppResult<Arc<Rendered>> {
-    let variant = match after {
-        None => Variant::json(sort, html),
-        Some(c) => Variant::JsonAfter(c, html),
-    };
-    state.cache.get_or_render((id, variant), || render(state, id, sort, html, after, Viewer::Public)).await
+    state
+        .cache
+        .get_or_render(public_key(id, sort, html, after), || render(state, id, sort, html, after, Viewer::Public))
+        .await
+}
+
+/// The cache key of the public API rendering `cached_public` returns.
+pub fn public_key(id: i64, sort: PostSort, html: bool, after: Option<PostCursor>) -> Key {
+    match after {
+        None => (id, Variant::json(sort, html)),
+        Some(c) => (id, Variant::JsonAfter(c, html)),
+    }
 }
 
 /// Reads and renders the topic (its page from `after`) as `viewer` may see

@@ -21,8 +21,11 @@
 //! - `markdown`: `pith bench markdown`, the cost of rendering the largest
 //!   bodies, ordinary and pathological.
 //! - `upload`: `pith bench upload`, picture uploads against a server.
+//! - `encode`: `pith bench encode`, gzip, zstd and Brotli at each level on
+//!   saved answers: bytes and CPU time.
 
 mod conn;
+pub mod encode;
 pub mod hello;
 pub mod http;
 pub mod markdown;
@@ -65,6 +68,8 @@ pub enum BenchCommand {
     /// Upload a 12 MP JPEG N times, C at once, to a running server: uploads/s, the server's peak
     /// memory, the bytes stored against the bytes sent.
     Upload(upload::UploadArgs),
+    /// Compress saved answers with gzip, zstd and Brotli at each level: bytes, ratio, CPU time.
+    Encode(encode::EncodeArgs),
 }
 
 pub fn main(args: BenchArgs) -> anyhow::Result<()> {
@@ -77,6 +82,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Write(a) => write::main(a),
         BenchCommand::Markdown(a) => markdown::main(a),
         BenchCommand::Upload(a) => upload::main(a),
+        BenchCommand::Encode(a) => encode::main(a),
     }
 }
 

@@ -14,8 +14,9 @@
 //! without a body, of a topic id in plain digits, with no query or only
 //! `sort` and `html` with valid values, whose public rendering is cached,
 //! has nothing removed in it (so no viewer sees more) and needs no large
-//! compression first; and only while request logging (debug level, from
-//! the request span) is off. The answer is `respond`'s, as the handler's
+//! gzip compression first; and only while request logging (debug level,
+//! from the request span) is off. Like the router, it asks the cache's
+//! maker for the zstd and Brotli variants the client would rather have. The answer is `respond`'s, as the handler's
 //! is, with the request-id header, counted in the same metrics series and
 //! as a cache hit. Anything else goes to the router unchanged.
 
@@ -28,7 +29,7 @@ use axum::response::Response;
 use super::fast::{self, Framed};
 use crate::app::AppState;
 use crate::app::read::{parse_html, parse_post_sort};
-use crate::cache::{Audience, Rendered, Variant, respond};
+use crate::cache::{Accepted, Audience, Encoding, Rendered, Variant, respond};
 use crate::logging::request_id;
 use crate::metrics::http::Series;
 use crate::store::Store;
@@ -68,14 +69,18 @@ impl<S: Store> Hot<S> {
 
     /// The cached public rendering a GET of `path?query` asks for, when the
     /// hot path may answer it (see the module comment).
-    fn rendered(&self, path: &str, query: Option<&str>, accept_encoding: Option<&[u8]>) -> Option<Arc<Rendered>> {
+    fn rendered(&self, path: &str, query: Option<&str>, accepted: &Accepted) -> Option<Arc<Rendered>> {
         let id = topic_id(path)?;
         let variant = variant(query)?;
         if request_id::logs_requests() {
             return None;
         }
         let rendered = self.state.cache.get((id, variant))?;
-        if rendered.restricted.is_some() || rendered.gzip_pending_for(accept_encoding) {
+        if rendered.restricted.is_some() {
+            return None;
+        }
+        self.state.cache.ask_encodings((id, variant), &rendered, accepted);
+        if rendered.gzip_pending_for(accepted) {
             return None;
         }
         self.state.cache.hits.inc();
@@ -95,8 +100,8 @@ impl<S: Store> Answer for Hot<S> {
             return None;
         }
         let started = Instant::now();
-        let accept_encoding = headers.get(header::ACCEPT_ENCODING).map(HeaderValue::as_bytes);
-        let rendered = self.rendered(uri.path(), uri.query(), accept_encoding)?;
+        let accepted = Accepted::parse(headers.get(header::ACCEPT_ENCODING).map(HeaderValue::as_bytes));
+        let rendered = self.rendered(uri.path(), uri.query(), &accepted)?;
         let mut res = respond(&rendered, headers, Audience::Public);
         res.headers_mut().insert(request_id::HEADER.clone(), request_id::of(headers));
         self.record(res.status(), started);
@@ -110,9 +115,9 @@ impl<S: Store> Answer for Hot<S> {
             Some((path, query)) => (path, Some(query)),
             None => (target, None),
         };
-        let accept_encoding = header("accept-encoding");
-        let rendered = self.rendered(path, query, accept_encoding)?;
-        let a = rendered.answer(header("if-none-match"), accept_encoding, Audience::Public);
+        let accepted = Accepted::parse(header("accept-encoding"));
+        let rendered = self.rendered(path, query, &accepted)?;
+        let a = rendered.answer(header("if-none-match"), &accepted, Audience::Public);
         let id = request_id::of_value(header(request_id::HEADER.as_str()));
         let lines: [(&str, &[u8]); 6] = [
             ("content-type", a.content_type.as_bytes()),
@@ -120,13 +125,13 @@ impl<S: Store> Answer for Hot<S> {
             ("vary", a.vary.as_bytes()),
             ("cache-control", a.cache_control.as_bytes()),
             ("x-request-id", id.as_bytes()),
-            ("content-encoding", b"gzip"),
+            ("content-encoding", a.encoding.name().as_bytes()),
         ];
         // A 304 has no content type (as `respond`'s), a plain body no encoding.
-        let lines = match (a.body.is_some(), a.gzip) {
+        let lines = match (a.body.is_some(), a.encoding) {
             (false, _) => &lines[1..5],
-            (true, false) => &lines[..5],
-            (true, true) => &lines[..],
+            (true, Encoding::Identity) => &lines[..5],
+            (true, _) => &lines[..],
         };
         let framed = fast::frame(a.status, lines, a.body.cloned());
         self.record(a.status, started);

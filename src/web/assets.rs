@@ -1,22 +1,29 @@
 //! Static assets, embedded in the binary at compile time and served at
 //! fingerprinted URLs (`/static/app.<hash>.css`) so they can be cached
-//! forever: a changed file is a new URL. Each is gzipped once, on first
-//! use, and the gzip variant is chosen by `Accept-Encoding`.
+//! forever: a changed file is a new URL. Each is compressed once, in
+//! gzip, zstd and Brotli at their best levels (a few kilobytes: tens of
+//! milliseconds, on a blocking thread, on the first request for it), and
+//! the variant is chosen by `Accept-Encoding` (the smallest of those the
+//! client weighs highest).
 
-use std::io::Write;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
+use crate::cache::Accepted;
+use crate::cache::encoding::{self, COMPRESSED, Encoding};
+
 pub struct Asset {
     /// The fingerprinted URL, `/static/app.0123456789ab.css`.
     pub url: String,
     content_type: &'static str,
     body: Bytes,
-    gzip: Option<Bytes>,
+    /// The compressed variants, in `COMPRESSED`'s order; `None` where the
+    /// coding saves nothing.
+    coded: OnceLock<[Option<Bytes>; 3]>,
 }
 
 impl Asset {
@@ -26,21 +33,36 @@ impl Asset {
             url: format!("/static/{stem}.{hash:012x}.{ext}", hash = hash & 0xffff_ffff_ffff),
             content_type,
             body: Bytes::from_static(body),
-            gzip: gzip(body),
+            coded: OnceLock::new(),
         }
     }
 
-    /// Bytes on the wire for a client that takes gzip.
-    pub fn wire_len(&self) -> usize {
-        self.gzip.as_ref().map_or(self.body.len(), Bytes::len)
+    /// The compressed variants, made now if they are not yet.
+    fn coded(&self) -> &[Option<Bytes>; 3] {
+        self.coded.get_or_init(|| COMPRESSED.map(|e| best(&self.body, e)))
+    }
+
+    /// The body in `encoding`, if that saves bytes.
+    fn variant(&self, encoding: Encoding) -> Option<&Bytes> {
+        let i = COMPRESSED.iter().position(|e| *e == encoding)?;
+        self.coded()[i].as_ref()
+    }
+
+    /// Bytes on the wire for a client that takes `encoding`.
+    pub fn wire_len(&self, encoding: Encoding) -> usize {
+        self.variant(encoding).map_or(self.body.len(), Bytes::len)
     }
 }
 
-fn gzip(data: &[u8]) -> Option<Bytes> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-    enc.write_all(data).ok()?;
-    let out = enc.finish().ok()?;
-    (out.len() < data.len()).then(|| Bytes::from(out))
+/// `data` at the coding's best level: made once per process.
+fn best(data: &[u8], encoding: Encoding) -> Option<Bytes> {
+    let out = match encoding {
+        Encoding::Identity => return None,
+        Encoding::Gzip => encoding::gzip(data, 9),
+        Encoding::Zstd => encoding::zstd(data, 19),
+        Encoding::Brotli => encoding::brotli(data, 11, &|| true),
+    };
+    out.ok().filter(|out| out.len() < data.len()).map(Bytes::from)
 }
 
 pub static CSS: LazyLock<Asset> =
@@ -59,15 +81,20 @@ pub async fn serve(Path(file): Path<String>, headers: HeaderMap) -> Response {
     let Some(asset) = all().into_iter().find(|a| a.url.strip_prefix("/static/") == Some(file.as_str())) else {
         return (StatusCode::NOT_FOUND, [(header::CONTENT_TYPE, "text/plain")], "no such asset\n").into_response();
     };
-    let mut res = match (&asset.gzip, crate::cache::accepts_gzip(&headers)) {
-        (Some(gz), true) => {
-            let mut res = gz.clone().into_response();
-            res.headers_mut().insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-            res
-        }
-        _ => asset.body.clone().into_response(),
-    };
+    if asset.coded.get().is_none() {
+        // If the blocking pool fails, `coded` compresses inline instead.
+        let _ = tokio::task::spawn_blocking(move || {
+            asset.coded();
+        })
+        .await;
+    }
+    let accepted = Accepted::parse(headers.get(header::ACCEPT_ENCODING).map(HeaderValue::as_bytes));
+    let encoding = accepted.choose(|e| asset.variant(e).map(Bytes::len));
+    let mut res = asset.variant(encoding).unwrap_or(&asset.body).clone().into_response();
     let h = res.headers_mut();
+    if encoding != Encoding::Identity {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding.name()));
+    }
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
     h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));

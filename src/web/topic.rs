@@ -263,7 +263,7 @@ async fn public_page<S: Store>(
     if rendered.body.is_empty() {
         return Err(AppError::not_found("topic")); // removed: hidden from the public
     }
-    rendered.gzip_ready(headers).await;
+    state.cache.prepare((id, variant), &rendered, headers).await;
     let mut res = respond(&rendered, headers, Audience::Public);
     res.headers_mut().insert(header::LINK, link_canonical(id));
     Ok(res)

@@ -47,6 +47,8 @@
 //! - `limits`: rate limits per account and per address.
 //! - `concurrency`: many writers and readers; read-your-write.
 //! - `cache`: ETags, 304s, gzip, freshness after each kind of write.
+//! - `encodings`: zstd and Brotli made off the request path; q-values,
+//!   an ETag per variant, 304, HEAD and ranges per variant.
 //! - `hot`: the hot path's answers are the router's, byte for byte.
 //! - `hygiene`: header timeouts, header size, the connection cap, slowloris.
 //! - `idle`: keep-alive connections parked between requests (no hyper
@@ -90,6 +92,7 @@ mod concurrency;
 mod config_file;
 mod crash;
 mod email;
+mod encodings;
 mod faults;
 mod federation;
 mod fuzz_regressions;

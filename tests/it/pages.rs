@@ -403,11 +403,24 @@ async fn static_assets_are_fingerprinted_immutable_and_precompressed() {
         assert_eq!(plain.status, 200, "{url}");
         assert_eq!(plain.header("cache-control"), Some("public, max-age=31536000, immutable"));
         assert_eq!(plain.header("content-encoding"), None);
-        let gz = fetch(b.request(Method::GET, &url).header("accept-encoding", "gzip, br")).await;
+        let gz = fetch(b.request(Method::GET, &url).header("accept-encoding", "gzip")).await;
         assert_eq!(gz.header("content-encoding"), Some("gzip"), "{url}");
         assert_eq!(gz.header("vary"), Some("accept-encoding"));
         assert!(gz.bytes.len() < plain.bytes.len());
         assert_eq!(gunzip(&gz.bytes), plain.bytes, "{url}");
+        // Precompressed in every coding.
+        let br = fetch(b.request(Method::GET, &url).header("accept-encoding", "gzip, deflate, br")).await;
+        assert_eq!(br.header("content-encoding"), Some("br"), "{url}");
+        let mut unbr = Vec::new();
+        std::io::Read::read_to_end(&mut brotli::Decompressor::new(&br.bytes[..], 4096), &mut unbr).expect("br");
+        assert_eq!(unbr, plain.bytes, "{url}");
+        let zst = fetch(b.request(Method::GET, &url).header("accept-encoding", "zstd, gzip;q=0.5")).await;
+        assert_eq!(zst.header("content-encoding"), Some("zstd"), "{url}");
+        assert_eq!(zstd::stream::decode_all(&zst.bytes[..]).expect("zstd"), plain.bytes, "{url}");
+        assert!(br.bytes.len() <= gz.bytes.len() && zst.bytes.len() <= plain.bytes.len(), "{url}");
+        let browser = fetch(b.request(Method::GET, &url).header("accept-encoding", "gzip, deflate, br, zstd")).await;
+        let smallest = if br.bytes.len() <= zst.bytes.len() { "br" } else { "zstd" };
+        assert_eq!(browser.header("content-encoding"), Some(smallest), "a browser gets the smallest: {url}");
     }
     let r = b.get("/static/app.000000000000.css").await;
     assert_eq!(r.status, 404, "an old fingerprint is not served");
@@ -918,7 +931,16 @@ async fn the_signed_out_topic_page_is_cached_with_etag_304_and_gzip_and_is_fresh
     let gz = get(&[("accept-encoding", "gzip")]).await;
     assert_eq!(gz.header("content-encoding"), Some("gzip"));
     assert_eq!(gunzip(&gz.bytes), first.bytes);
-    assert_eq!(gz.header("etag"), Some(etag.as_str()));
+    let gz_etag = etag.trim_end_matches('"').to_owned() + "-gzip\"";
+    assert_eq!(gz.header("etag"), Some(gz_etag.as_str()), "an ETag of its own");
+    // Brotli, made off the request path, on a later request.
+    get(&[("accept-encoding", "br")]).await;
+    app.state.cache.encoded().await;
+    let br = get(&[("accept-encoding", "br")]).await;
+    assert_eq!((br.header("content-encoding"), br.header("vary")), (Some("br"), first.header("vary")));
+    let mut unbr = Vec::new();
+    std::io::Read::read_to_end(&mut brotli::Decompressor::new(&br.bytes[..], 4096), &mut unbr).expect("br");
+    assert_eq!(unbr, first.bytes);
     // A signed-in reader gets a page of their own, never the shared one.
     let (mut carol, _) = signed_in(&app, "carol").await;
     let mine = carol.get(&page).await;

@@ -9,12 +9,14 @@ use serde::Deserialize;
 use super::inert;
 use pith::api::live::LiveQuery;
 use pith::api::topics::{ListQuery, TopicQuery, parse_list};
+use pith::app::federation::{actors, content, signature};
 use pith::app::read::{parse_post_cursor, parse_post_sort};
 use pith::live::frame::{self, Head, HeadError, OP_CONTINUATION, OP_TEXT};
 use pith::live::{Key, proto};
 use pith::markdown;
 use pith::media::{Limits, MediaName, process};
 use pith::model::CommunityName;
+use pith::model::federation::same_host;
 use pith::net::fast;
 use pith::net::hot::Answer;
 use pith::store::{Cursor, PostCursor, TopicSort};
@@ -29,6 +31,67 @@ pub fn markdown(data: &[u8]) {
     }
     assert!(html.len() <= markdown::max_len(source.len()), "{} bytes from {}", html.len(), source.len());
     assert_eq!(html, markdown::render(source), "rendering is not deterministic");
+}
+
+/// What a federation inbox POST meets before any store: the first line as
+/// a `Signature` header (parsed, its signing string made, its date and
+/// digest checked), the rest as the body, read as a fetched actor's
+/// document (`actors::parse_actor`) and as a `Page` or `Note` whose text
+/// is taken (`content`). Never a panic; an actor taken is on the host it
+/// was fetched from, with a short plain name; remote HTML leaves no markup
+/// of its own: every `<` and `>` in its text is escaped, and what it
+/// renders to is inert.
+pub fn activity(data: &[u8]) {
+    let (head, body) = match data.iter().position(|&b| b == b'\n') {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[][..]),
+    };
+    if let Ok(header) = std::str::from_utf8(head)
+        && let Ok(sig) = signature::parse(header)
+    {
+        assert!(sig.headers.iter().all(|h| *h == h.to_ascii_lowercase()), "{:?}", sig.headers);
+        let _ = signature::signing_string(&sig.headers, "POST", "/ap/inbox", |name| Some(format!("v-{name}")));
+        let _ = signature::check(&sig, Some("Tue, 01 Jan 2030 00:00:00 GMT"), Some("SHA-256=x"), Some(body), 0);
+    }
+    let Ok(doc) = serde_json::from_slice::<serde_json::Value>(body) else {
+        if let Ok(text) = std::str::from_utf8(body) {
+            remote_html(text);
+        }
+        return;
+    };
+    const FROM: &str = "https://a.example/u/alice";
+    if let Ok(actor) = actors::parse_actor(&doc, FROM) {
+        for url in [&actor.id, &actor.inbox, &actor.key_id].into_iter().chain(actor.shared_inbox.as_ref()) {
+            assert!(same_host(url, FROM), "{url} is not on the host the actor was fetched from");
+        }
+        assert!(actor.name.chars().count() <= 64 && !actor.name.chars().any(char::is_control), "{:?}", actor.name);
+    }
+    for object in [&doc, &doc["object"]] {
+        let _ = content::markdown_of(object);
+        if let Some(link) = content::link_of(object) {
+            assert!(link.starts_with("https://") || link.starts_with("http://"), "{link}");
+        }
+        if let Some(html) = object.get("content").and_then(serde_json::Value::as_str) {
+            remote_html(html);
+        }
+    }
+}
+
+/// Remote HTML as text (`content::html_to_text`): each `<` and `>` escaped
+/// (an odd run of backslashes before it), and its rendering inert.
+fn remote_html(html: &str) {
+    let text = content::html_to_text(html);
+    let mut backslashes = 0;
+    for c in text.chars() {
+        if matches!(c, '<' | '>') {
+            assert!(backslashes % 2 == 1, "an unescaped {c:?} in {text:?} from {html:?}");
+        }
+        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
+    }
+    let rendered = markdown::render(&text);
+    if let Err(why) = inert::check(&rendered) {
+        panic!("{why} in {rendered:?} from {html:?}");
+    }
 }
 
 /// A picture upload's decoder entry (`media::process::process`): any bytes

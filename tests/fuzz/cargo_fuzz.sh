@@ -3,7 +3,9 @@
 # Markdown rendering, the live protocol (JSON messages and WebSocket client
 # frames), pagination cursors, listing/live query strings and the request
 # heads a parked connection answers itself (src/net/fast.rs), and the picture
-# decoder an upload goes through (src/media/process.rs). fuzz/ holds
+# decoder an upload goes through (src/media/process.rs), and what a
+# federation inbox POST meets before any store (src/app/federation:
+# the Signature header, an actor's document, remote HTML). fuzz/ holds
 # the targets; fuzz/src/checks.rs says what each one asserts.
 #
 # Bounded: each target runs PITH_FUZZ_SECONDS seconds (default 20), from
@@ -21,7 +23,7 @@ cd "$(dirname "$0")/../.."
 
 CARGO_FUZZ_VERSION=0.13.2
 SECONDS_PER_TARGET=${PITH_FUZZ_SECONDS:-20}
-TARGETS=${PITH_FUZZ_TARGETS:-markdown live_proto cursor query request_head media}
+TARGETS=${PITH_FUZZ_TARGETS:-markdown live_proto cursor query request_head media activity}
 # AddressSanitizer (cargo-fuzz's default): Pith's parsers are safe Rust, but
 # the renderer's dependencies (pulldown-cmark, url) use unsafe code, and ASan
 # is affordable here: on 2 shared cores the cold build takes about 6.5 min

@@ -65,3 +65,8 @@ fn saved_request_heads_reach_the_hot_path_only_when_whole_and_plain() {
 fn saved_pictures_are_refused_or_processed_within_the_limits() {
     assert!(replay("media", checks::media) > 0, "no saved media inputs");
 }
+
+#[test]
+fn saved_activities_are_refused_or_taken_within_their_rules() {
+    assert!(replay("activity", checks::activity) > 0, "no saved activity inputs");
+}

@@ -86,6 +86,17 @@ topics_seeded() { # log_file
     sed -n 's/.* \([0-9][0-9]*\) topics,.*/\1/p' "$1" | tail -n1
 }
 
+# Sets BIN to $PITH_BIN when given, else to a release binary built here.
+release_binary() {
+    if [[ -n ${PITH_BIN:-} ]]; then
+        BIN=$PITH_BIN
+    else
+        log "building the release binary"
+        cargo build --release --locked --quiet
+        BIN=target/release/pith
+    fi
+}
+
 # Seeds $DATASET (seed 1, scale ${SCALE:-1}) into the SQLite data dir `dir`
 # with `binary`, and sets TOPICS to its topic count.
 seed_sqlite() { # binary dir

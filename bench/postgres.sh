@@ -51,13 +51,7 @@ drop_db() {
 }
 trap 'stop_pids; drop_db; remove_work' EXIT
 
-if [[ -n ${PITH_BIN:-} ]]; then
-    BIN=$PITH_BIN
-else
-    log "building the release binary"
-    cargo build --release --locked --quiet
-    BIN=target/release/pith
-fi
+release_binary
 
 log "creating database $DB"
 psql_admin "CREATE DATABASE $DB"

@@ -102,13 +102,7 @@ esac
 
 bench_workdir bench data data-extra
 
-if [[ -n ${PITH_BIN:-} ]]; then
-    BIN=$PITH_BIN
-else
-    log "building the release binary"
-    cargo build --release --quiet
-    BIN=target/release/pith
-fi
+release_binary
 
 SCALE=${SCALE:-1}
 

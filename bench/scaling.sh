@@ -35,7 +35,7 @@ export PITH_RATE_LIMITS=${PITH_RATE_LIMITS:-false}
 
 bench_workdir scaling 'data-*'
 
-if [[ -n ${PITH_BIN:-} ]]; then BIN=$PITH_BIN; else cargo build --release --quiet; BIN=target/release/pith; fi
+release_binary
 
 "$BIN" bench hello --listen "127.0.0.1:$HELLO_PORT" 2>"$OUT/hello.log" &
 HELLO_PID=$!

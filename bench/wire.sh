@@ -32,13 +32,7 @@ PORT=${PORT:-18970}
 
 bench_workdir wire data
 
-if [[ -n ${PITH_BIN:-} ]]; then
-    BIN=$PITH_BIN
-else
-    log "building the release binary"
-    cargo build --release --quiet
-    BIN=target/release/pith
-fi
+release_binary
 
 seed_sqlite "$BIN" "$WORK/data"
 "$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$WORK/data" >"$OUT/pith.log" 2>&1 &

@@ -53,27 +53,22 @@ pub struct ListConfig {
 }
 
 pub fn main(command: FederationCommand) -> anyhow::Result<()> {
-    let (data, rule) = match &command {
-        FederationCommand::Block(cfg) => (&cfg.data, Some(InstanceRule::Block)),
-        FederationCommand::Allow(cfg) => (&cfg.data, Some(InstanceRule::Allow)),
-        FederationCommand::Clear(cfg) => (&cfg.data, None),
-        FederationCommand::List(cfg) => (&cfg.data, None),
+    let (cfg, rule) = match command {
+        FederationCommand::Block(cfg) => (cfg, Some(InstanceRule::Block)),
+        FederationCommand::Allow(cfg) => (cfg, Some(InstanceRule::Allow)),
+        FederationCommand::Clear(cfg) => (RuleConfig { host: cfg.host, reason: String::new(), data: cfg.data }, None),
+        FederationCommand::List(cfg) => {
+            let rules = match cfg.data.backend() {
+                Backend::Sqlite(_) => with_sqlite(&cfg.data, |s| async move { Ok(s.instance_rules().await?) })?,
+                Backend::Postgres(url) => with_postgres(&url, |s| async move { Ok(s.instance_rules().await?) })?,
+            };
+            print!("{}", listing(&rules));
+            return Ok(());
+        }
     };
-    let (host, reason) = match &command {
-        FederationCommand::Block(cfg) | FederationCommand::Allow(cfg) => (Some(cfg.host.clone()), cfg.reason.clone()),
-        FederationCommand::Clear(cfg) => (Some(cfg.host.clone()), String::new()),
-        FederationCommand::List(_) => (None, String::new()),
-    };
-    let Some(host) = host else {
-        let rules = match data.backend() {
-            Backend::Sqlite(_) => with_sqlite(data, |s| async move { Ok(s.instance_rules().await?) })?,
-            Backend::Postgres(url) => with_postgres(&url, |s| async move { Ok(s.instance_rules().await?) })?,
-        };
-        print!("{}", listing(&rules));
-        return Ok(());
-    };
+    let RuleConfig { host, reason, data } = cfg;
     let (host, had) = match data.backend() {
-        Backend::Sqlite(_) => with_sqlite(data, |s| set(s, host, rule, reason))?,
+        Backend::Sqlite(_) => with_sqlite(&data, |s| set(s, host, rule, reason))?,
         Backend::Postgres(url) => with_postgres(&url, |s| set(s, host, rule, reason))?,
     };
     match (rule, had) {

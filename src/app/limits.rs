@@ -134,11 +134,8 @@ impl RateLimits {
     /// it goes over a limit. The address is checked first: a flood from one
     /// address then cannot use up the bucket of the account it names.
     pub fn check(&self, action: Action, ip: ClientIp, who: Who<'_>) -> Result<(), AppError> {
-        if !self.enabled {
+        if !self.counting() {
             return Ok(());
-        }
-        if self.checks.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
-            self.sweep();
         }
         let ip = ip.0;
         // A remote server's users share its address: it is counted by
@@ -171,16 +168,22 @@ impl RateLimits {
     /// allowance) and refuses it with 429 over `--limit-federation-instance`.
     /// Remote servers retry a 429 later, so a flood is delayed, not lost.
     pub fn check_instance(&self, host: &str) -> Result<(), AppError> {
-        if !self.enabled {
+        if !self.counting() {
             return Ok(());
-        }
-        if self.checks.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
-            self.sweep();
         }
         match wait(&self.instance, &host.to_ascii_lowercase()) {
             None => Ok(()),
             Some(after) => Err(AppError::TooManyRequests(Action::Federate.noun(), after)),
         }
+    }
+
+    /// Whether limits are enforced; counts the check, and sweeps
+    /// forgotten keys every `SWEEP_EVERY` checks.
+    fn counting(&self) -> bool {
+        if self.enabled && self.checks.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
+            self.sweep();
+        }
+        self.enabled
     }
 
     fn sweep(&self) {

@@ -96,7 +96,7 @@ fn start(charge: Charge) -> Option<Queues> {
     let (first, first_rx) = crossbeam_channel::bounded::<Job>(QUEUE);
     let (then, then_rx) = crossbeam_channel::bounded::<Job>(QUEUE);
     let spawned = std::thread::Builder::new().name("pith-encoder".to_owned()).spawn(move || {
-        lower_priority();
+        crate::media::pool::lower_priority();
         while let Some(job) = next(&first_rx, &then_rx) {
             match job {
                 Job::Make { key, rendered, encoding } => make(key, &rendered, encoding, &charge),
@@ -148,22 +148,5 @@ fn make(key: Key, rendered: &Weak<Rendered>, encoding: Encoding, charge: &Charge
     let added = r.set_encoded(encoding, out);
     if added > 0 {
         charge(key, &r, added);
-    }
-}
-
-/// How much lower than the server's this thread's priority is: a niced
-/// thread gets about a tenth of a core the reads want.
-const NICE: i32 = 10;
-
-/// This thread's nice value raised by `NICE` (Linux keeps one per
-/// thread). Failing is harmless: the thread then runs at the server's.
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: gettid and setpriority only read and set this thread's
-    // scheduling attributes.
-    unsafe {
-        let tid = libc::gettid() as libc::id_t;
-        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
-        libc::setpriority(libc::PRIO_PROCESS, tid, (now + NICE).min(19));
     }
 }

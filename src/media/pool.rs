@@ -123,7 +123,9 @@ fn start(n: usize) -> crossbeam_channel::Sender<Job> {
 
 /// This thread's nice value raised by `NICE` (Linux keeps one per
 /// thread). Failing is harmless: the thread then runs at the server's.
-fn lower_priority() {
+/// Also for the cache's encoder thread (`cache::maker`): CPU work that
+/// can wait, beside requests that cannot.
+pub fn lower_priority() {
     #[cfg(target_os = "linux")]
     // SAFETY: gettid and setpriority only read and set this thread's
     // scheduling attributes.

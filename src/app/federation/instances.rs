@@ -55,16 +55,14 @@ impl Instances {
 pub async fn admit_url<S: Store>(state: &AppState<S>, url: &str) -> AppResult<()> {
     let Some(fed) = state.federation.get() else { return Ok(()) };
     let authority = host_of(url).ok_or_else(|| refused(url, "it has no http or https host".into()))?;
+    let host = rule_host(authority);
     match fed.instances.policy(&state.store).await?.judge(authority) {
         Ok(()) => Ok(()),
-        Err(Refusal::Blocked(rule)) => Err(refused(
-            &rule_host(authority),
-            format!(
-                "this server blocks {rule}{}",
-                if rule == rule_host(authority) { "" } else { " and its subdomains" }
-            ),
-        )),
-        Err(Refusal::NotAllowed) => Err(refused(&rule_host(authority), "it is not on this server's allowlist".into())),
+        Err(Refusal::Blocked(rule)) => {
+            let why = format!("this server blocks {rule}{}", if rule == host { "" } else { " and its subdomains" });
+            Err(refused(&host, why))
+        }
+        Err(Refusal::NotAllowed) => Err(refused(&host, "it is not on this server's allowlist".into())),
     }
 }
 

@@ -84,6 +84,17 @@ pub struct Community {
     pub description: String,
     pub created_at: Timestamp,
     pub topic_count: i64,
+    /// A community on another server (its name is `name@host`): its page
+    /// at home (docs/FEDERATION.md, phase 2); absent for a local one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub home: Option<String>,
+}
+
+impl Community {
+    /// Whether it lives on another server and is followed from here.
+    pub fn is_remote(&self) -> bool {
+        crate::model::federation::is_remote_name(&self.name)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -252,12 +263,35 @@ impl Password {
 }
 
 impl CommunityName {
+    /// A name for a new community here: `a-z`, `0-9`, `_`.
     pub fn parse(s: &str) -> Result<Self, Invalid> {
         check_len("name", s, 3, 21)?;
         if !s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
             return Err(Invalid("name may contain only a-z, 0-9 and '_'".into()));
         }
         Ok(Self(s.to_owned()))
+    }
+
+    /// The name of an existing community to post into or read: a local
+    /// one's (`parse`) or a remote one's, `name@host`
+    /// (`federation::remote_community_name`'s shape).
+    pub fn named(s: &str) -> Result<Self, Invalid> {
+        match s.split_once('@') {
+            Some((name, host)) => {
+                check_len("name", s, 3, 160)?;
+                let name_ok =
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+                let host_ok = !host.is_empty()
+                    && host
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '-' | ':'));
+                if !(name_ok && host_ok) {
+                    return Err(Invalid("a community on another server is named name@host".into()));
+                }
+                Ok(Self(s.to_owned()))
+            }
+            None => Self::parse(s),
+        }
     }
 }
 

@@ -70,7 +70,9 @@ pub async fn webfinger<S: Store>(
     };
     let mut links = Vec::new();
     // A remote user (`name@host`) is found at its home, not here.
+    // So is a community followed from another server.
     let users = users && !crate::model::federation::is_remote_name(name);
+    let communities = communities && !crate::model::federation::is_remote_name(name);
     if users && let Some(p) = found(state.store.profile(name.to_owned()).await)? {
         links.extend(link("Person", &ids::user(&base, &p.user.name), &format!("{base}/u/{}", p.user.name)));
     }

@@ -4,7 +4,9 @@
 //! `actor` held to the signer (401), its JSON checked (400), and then
 //! acted on: `Follow` of a local community and its `Undo` here (`follow`);
 //! a remote user's `Create`, `Update`, `Delete`, `Like`, `Dislike` and
-//! `Undo` of a vote by `app::federation::inbound`. Other activities are
+//! `Undo` of a vote by `app::federation::inbound`; the `Accept`,
+//! `Reject` and `Announce` of a remote community's Group by
+//! `app::federation::join`. Other activities are
 //! answered 202 and dropped, logged. A refusal by the forum's rules (a
 //! ban, a locked topic, someone else's post) is the same error as the API
 //! answers (403 with its JSON body).
@@ -19,7 +21,7 @@ use serde_json::Value;
 use super::federation;
 use crate::app::federation::actors::{self, Inbound};
 use crate::app::federation::inbound::{self, Sender, id_of};
-use crate::app::federation::{Federation, follow, ids};
+use crate::app::federation::{Federation, follow, ids, join};
 use crate::app::{AppError, AppResult, AppState, ClientIp};
 use crate::model::Community;
 use crate::store::Store;
@@ -83,7 +85,7 @@ async fn receive<S: Store>(state: AppState<S>, target: Target, req: Request) -> 
     let Request { method, uri, headers, body } = req;
     let fed = federation(&state)?;
     let community = match &target {
-        Target::Community(name) => Some(state.store.community(name.clone()).await?.name),
+        Target::Community(name) => Some(super::objects::local_community(&state, name.clone()).await?.name),
         Target::User(name) => {
             // A remote user has no inbox here: it is an actor at its home.
             if crate::model::federation::is_remote_name(name) {
@@ -118,13 +120,18 @@ async fn receive<S: Store>(state: AppState<S>, target: Target, req: Request) -> 
     // (`app::federation::instances`): every activity passed them.
     // Counted per server (in `verify`) and per remote user, not by the
     // address all of that server's users share.
-    let sender = Sender { actor: &signer, ip: ClientIp::FEDERATED, inbox: community.as_deref() };
+    let sender = Sender { actor: &signer, ip: ClientIp::FEDERATED, inbox: community.as_deref(), via: None };
     match kind {
         "Follow" => {
             let community = followed(&state, &target, id_of(activity.get("object"))).await?;
             follow::follow(&state, &fed, &community, &signer, &activity).await?;
         }
         "Undo" => undo(&state, &fed, &target, &sender, &activity).await?,
+        // Phase 2: what the Groups of remote communities followed from
+        // here send (`join`).
+        "Accept" => join::answered(&state, &signer, &activity, true).await?,
+        "Reject" => join::answered(&state, &signer, &activity, false).await?,
+        "Announce" => join::announced(&state, &fed, &signer, &activity).await?,
         other => inbound::act(&state, &fed, &sender, other, &activity).await?,
     }
     Ok(StatusCode::ACCEPTED.into_response())
@@ -144,7 +151,7 @@ async fn followed<S: Store>(state: &AppState<S>, target: &Target, object: Option
     {
         return Err(bad("a community's inbox takes follows of that community only"));
     }
-    let community = state.store.community(name.to_owned()).await?;
+    let community = super::objects::local_community(state, name.to_owned()).await?;
     if ids::community(&state.web.public_url(), &community.name) != object {
         return Err(AppError::NotFound(format!("community {object}")));
     }

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::{ap_json, federation, to_page, wants_page};
-use crate::app::federation::objects::{context, in_reply_to, note_json, page_json, rfc3339};
+use crate::app::federation::objects::{context, group_id, in_reply_to, note_json, page_json, rfc3339};
 use crate::app::federation::{ids, keys};
 use crate::app::{AppError, AppResult, AppState};
 use crate::model::Community;
@@ -64,13 +64,22 @@ pub fn group_json(base: &str, c: &Community, public_pem: &str) -> Value {
     })
 }
 
+/// A community of this server: one followed from another server
+/// (`name@host`) is an actor at its home, never one of ours.
+pub async fn local_community<S: Store>(state: &AppState<S>, name: String) -> AppResult<Community> {
+    if is_remote_name(&name) {
+        return Err(AppError::not_found("community"));
+    }
+    Ok(state.store.community(name).await?)
+}
+
 pub async fn group<S: Store>(
     State(state): State<AppState<S>>,
     Path(name): Path<String>,
     headers: HeaderMap,
 ) -> AppResult<Response> {
     federation(&state)?;
-    let c = state.store.community(name).await?;
+    let c = local_community(&state, name).await?;
     if wants_page(&headers) {
         return Ok(to_page(&format!("/c/{}", c.name)));
     }
@@ -82,7 +91,7 @@ pub async fn group<S: Store>(
 pub async fn outbox<S: Store>(State(state): State<AppState<S>>, Path(name): Path<String>) -> AppResult<Response> {
     federation(&state)?;
     let base = state.web.public_url();
-    let c = state.store.community(name).await?;
+    let c = local_community(&state, name).await?;
     let q = ListTopics {
         community: Some(c.name.clone()),
         sort: TopicSort::New,
@@ -97,7 +106,7 @@ pub async fn outbox<S: Store>(State(state): State<AppState<S>>, Path(name): Path
         // A remote user's topics are theirs to publish, at their home.
         .filter(|t| !t.deleted && !t.removed && t.author.as_deref().is_some_and(|a| !is_remote_name(a)))
         .map(|t| {
-            let page = page_json(&base, t);
+            let page = page_json(&base, t, &ids::community(&base, &c.name));
             json!({"id": format!("{}/create", ids::topic(&base, t.id)), "type": "Create",
                    "actor": page["attributedTo"], "to": page["to"], "object": page})
         })
@@ -112,7 +121,7 @@ pub async fn outbox<S: Store>(State(state): State<AppState<S>>, Path(name): Path
 /// Followers are counted, not listed (as Lemmy does).
 pub async fn followers<S: Store>(State(state): State<AppState<S>>, Path(name): Path<String>) -> AppResult<Response> {
     federation(&state)?;
-    let c = state.store.community(name).await?;
+    let c = local_community(&state, name).await?;
     let n = state.store.followers(c.id).await?.len();
     let id = format!("{}/followers", ids::community(&state.web.public_url(), &c.name));
     Ok(ap_json(json!({"@context": context(), "id": id, "type": "Collection", "totalItems": n, "items": []})))
@@ -121,7 +130,7 @@ pub async fn followers<S: Store>(State(state): State<AppState<S>>, Path(name): P
 pub async fn moderators<S: Store>(State(state): State<AppState<S>>, Path(name): Path<String>) -> AppResult<Response> {
     federation(&state)?;
     let base = state.web.public_url();
-    let c = state.store.community(name).await?;
+    let c = local_community(&state, name).await?;
     let mods: Vec<String> =
         state.store.moderators(c.name.clone()).await?.iter().map(|u| ids::user(&base, &u.name)).collect();
     let id = format!("{}/moderators", ids::community(&base, &c.name));
@@ -178,7 +187,9 @@ pub async fn page<S: Store>(
     if wants_page(&headers) {
         return Ok(to_page(&format!("/t/{}", t.id)));
     }
-    Ok(ap_json(page_json(&state.web.public_url(), &t)))
+    let base = state.web.public_url();
+    let group = group_id(&state, &base, &t.community).await?;
+    Ok(ap_json(page_json(&base, &t, &group)))
 }
 
 /// A remote-made object's id here sends the asker to its home, as Lemmy
@@ -203,5 +214,6 @@ pub async fn note<S: Store>(
     }
     let base = state.web.public_url();
     let parent = in_reply_to(&state, &base, &t, &p).await?;
-    Ok(ap_json(note_json(&base, &t, &p, &parent)))
+    let group = group_id(&state, &base, &t.community).await?;
+    Ok(ap_json(note_json(&base, &t, &p, &parent, &group)))
 }

@@ -1,14 +1,17 @@
-//! Community routes: list, show, create (site admins only).
+//! Community routes: list, show, create (site admins only); with
+//! federation on, finding a community on another server (`/resolve`) and
+//! following it (`/communities/{name}/follow`), docs/FEDERATION.md phase 2.
 
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 
 use super::extract::{Json, Path};
-use crate::app::{AppError, AppResult, AppState, AuthUser, communities};
+use crate::app::federation::{Federation, join};
+use crate::app::{AppError, AppResult, AppState, AuthUser, ClientIp, communities};
 use crate::model::Community;
 use crate::store::Store;
 
@@ -16,6 +19,70 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
     Router::new()
         .route("/communities", get(list_communities::<S>).post(create_community::<S>))
         .route("/communities/{name}", get(get_community::<S>))
+        .route("/communities/{name}/follow", get(get_following::<S>).post(follow::<S>).delete(unfollow::<S>))
+        .route("/resolve", post(resolve::<S>))
+}
+
+/// Federation, or the 404 of an unknown route when it is off.
+fn federation<S: Store>(state: &AppState<S>) -> AppResult<std::sync::Arc<Federation>> {
+    state.federation.get().cloned().ok_or_else(|| AppError::NotFound("federation".into()))
+}
+
+#[derive(Deserialize)]
+pub struct Resolve {
+    /// `!name@host`, `name@host` or the Group's URL.
+    q: String,
+}
+
+/// Finds a community on another server and keeps it here (fetching its
+/// `Group`), or one of ours named with our host.
+async fn resolve<S: Store>(
+    State(state): State<AppState<S>>,
+    auth: AuthUser,
+    ip: ClientIp,
+    Json(req): Json<Resolve>,
+) -> AppResult<Response> {
+    let fed = federation(&state)?;
+    let community = join::resolve(&state, &fed, &auth.user, ip, &req.q).await?;
+    Ok(axum::Json(community).into_response())
+}
+
+#[derive(Serialize)]
+struct FollowState {
+    following: join::Following,
+}
+
+async fn get_following<S: Store>(
+    State(state): State<AppState<S>>,
+    auth: AuthUser,
+    Path(name): Path<String>,
+) -> AppResult<Response> {
+    federation(&state)?;
+    let community = state.store.community(name).await?;
+    let following = join::following(&state, &auth.user, &community).await?;
+    Ok(axum::Json(FollowState { following }).into_response())
+}
+
+/// Sends a `Follow` to the remote community's Group: `pending` until it
+/// accepts. 400 `not_remote` for a community of this server.
+async fn follow<S: Store>(
+    State(state): State<AppState<S>>,
+    auth: AuthUser,
+    Path(name): Path<String>,
+) -> AppResult<Response> {
+    let fed = federation(&state)?;
+    let following = join::follow(&state, &fed, &auth.user, &name).await?;
+    Ok((StatusCode::ACCEPTED, axum::Json(FollowState { following })).into_response())
+}
+
+async fn unfollow<S: Store>(
+    State(state): State<AppState<S>>,
+    auth: AuthUser,
+    Path(name): Path<String>,
+) -> AppResult<Response> {
+    let fed = federation(&state)?;
+    join::unfollow(&state, &fed, &auth.user, &name).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 #[derive(Serialize)]

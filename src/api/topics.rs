@@ -171,7 +171,7 @@ async fn api_create_topic<S: Store>(
     Path(name): Path<String>,
     Json(req): Json<CreateTopic>,
 ) -> AppResult<Response> {
-    let community = CommunityName::parse(&name.to_ascii_lowercase()).map_err(|_| AppError::not_found("community"))?;
+    let community = CommunityName::named(&name.to_ascii_lowercase()).map_err(|_| AppError::not_found("community"))?;
     let new = new_topic(community, &req.title, req.body.as_deref(), req.url.as_deref())?;
     let topic = create_topic(&state, auth.user, ip, new).await?;
     Ok((StatusCode::CREATED, [(header::LOCATION, format!("/api/v1/topics/{}", topic.id))], axum::Json(topic))

@@ -48,7 +48,7 @@ pub fn keys(topics: &[i64], communities: &[impl AsRef<str>]) -> Result<Vec<Key>,
         out.push(Key::Topic(t));
     }
     for c in communities {
-        let name = CommunityName::parse(&c.as_ref().to_ascii_lowercase()).map_err(|e| format!("community: {e}"))?;
+        let name = CommunityName::named(&c.as_ref().to_ascii_lowercase()).map_err(|e| format!("community: {e}"))?;
         out.push(Key::Community(name.into_inner().into_boxed_str()));
     }
     out.sort();

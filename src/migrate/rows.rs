@@ -38,6 +38,7 @@ pub const TABLES: &[&str] = &[
     "ap_deliveries",
     "ap_instances",
     "ap_objects",
+    "ap_following",
 ];
 
 /// Tables the schema itself fills (one settings row), which a new database

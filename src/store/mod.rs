@@ -731,6 +731,52 @@ pub trait Store: Send + Sync + 'static {
     fn remote_object(&self, object_id: String) -> impl Future<Output = StoreResult<Option<LocalObject>>> + Send;
     /// The remote id of a topic or post that came over federation.
     fn remote_object_id(&self, target: VoteTarget) -> impl Future<Output = StoreResult<Option<String>>> + Send;
+
+    // Federation, phase 2: communities on other servers followed from here.
+    /// The stored remote actor `actor_id`.
+    fn remote_actor(&self, actor_id: String) -> impl Future<Output = StoreResult<Option<RemoteActor>>> + Send;
+    /// Stores the `Group` actor (as `put_remote_actor`) and the community
+    /// it is here: made the first time, named `name` (`name@host`; with
+    /// the actor's row id before its '@' when that is taken), created by
+    /// the user its Group acts as; its title and description set again
+    /// each time.
+    fn put_remote_community(
+        &self,
+        group: RemoteActor,
+        name: String,
+        title: String,
+        description: String,
+    ) -> impl Future<Output = StoreResult<Community>> + Send;
+    /// The `Group` of the community `name`; `None` for a local one.
+    fn community_actor(&self, name: String) -> impl Future<Output = StoreResult<Option<RemoteActor>>> + Send;
+    /// The remote community whose `Group` is `actor_id`.
+    fn community_of_actor(&self, actor_id: String) -> impl Future<Output = StoreResult<Option<Community>>> + Send;
+    /// Records the user's `Follow` (`follow_id`) of a remote community,
+    /// pending, over any earlier one; `Invalid` for a local community.
+    fn follow_remote(
+        &self,
+        community_id: i64,
+        user_id: i64,
+        follow_id: String,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Ends the user's follow of the community; its Follow's id, if any.
+    fn unfollow_remote(
+        &self,
+        community_id: i64,
+        user_id: i64,
+    ) -> impl Future<Output = StoreResult<Option<String>>> + Send;
+    /// The community's Group answered the Follow `follow_id`: accepted
+    /// (`true`) marks it so, rejected ends it. Whether there was one.
+    fn settle_remote_follow(
+        &self,
+        community_id: i64,
+        follow_id: String,
+        accepted: bool,
+    ) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// The user's follow of the community: `None`, or whether accepted.
+    fn remote_follow(&self, community_id: i64, user_id: i64) -> impl Future<Output = StoreResult<Option<bool>>> + Send;
+    /// How many local users follow the remote community (or asked to).
+    fn remote_follow_count(&self, community_id: i64) -> impl Future<Output = StoreResult<i64>> + Send;
     /// The administrators' rules for other servers, by host.
     fn instance_rules(&self) -> impl Future<Output = StoreResult<Vec<InstanceEntry>>> + Send;
     /// Sets the rule for `host` (already `model::instances::parse_host`d),

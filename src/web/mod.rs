@@ -46,6 +46,7 @@ mod feed;
 mod forms;
 mod inbox;
 mod instances;
+mod join;
 mod lifecycle;
 mod media;
 mod messages;
@@ -122,6 +123,8 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/p/{post}/save", post(saves::save::<S>))
         .route("/saved", get(saves::page::<S>))
         .route("/c/{name}/block", post(saves::block::<S>))
+        .route("/c/{name}/follow", post(join::follow::<S>))
+        .route("/join", post(join::find::<S>))
         .route("/u/{name}/block", post(saves::block::<S>))
         .route("/blocks", get(saves::blocks::<S>))
         .route("/messages", get(messages::list::<S>))

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use super::view::{PostView, Time, TopicRow};
 use super::{Ctx, Session, error_page};
+use crate::app::federation::join::{self, Following};
 use crate::app::limits::{Action, ClientIp, Who};
 use crate::app::{AppError, AppResult};
 use crate::app::{AppState, saves};
@@ -92,6 +93,9 @@ struct ListingPage {
     moderator: bool,
     /// The signed-in viewer blocked this community from their front page.
     blocked: bool,
+    /// A community on another server, to a signed-in viewer with
+    /// federation on: where their follow of it stands (the button).
+    following: Option<Following>,
 }
 
 pub async fn front<S: Store>(
@@ -141,12 +145,18 @@ async fn listing<S: Store>(
         community.is_some() && ctx.user.as_ref().is_some_and(|u| u.is_admin || moderators.iter().any(|m| m.id == u.id));
     let mut query = l.query.clone();
     let mut blocked = false;
+    let mut following = None;
     if let Some(user) = &ctx.user {
         match &community {
             // A signed-in reader's front page leaves out what they blocked;
             // the signed-out one is the same for everyone.
             None => query.hide_blocked_by = Some(user.id),
-            Some(c) => blocked = saves::blocked(state, user).await?.contains(&c.name),
+            Some(c) => {
+                blocked = saves::blocked(state, user).await?.contains(&c.name);
+                if c.is_remote() && state.federation.get().is_some() {
+                    following = Some(join::following(state, user, c).await?);
+                }
+            }
         }
     }
     let page = state.store.list_topics(query).await?;
@@ -187,6 +197,7 @@ async fn listing<S: Store>(
         moderators: moderators.into_iter().map(|m| m.name).collect(),
         moderator,
         blocked,
+        following,
     })
 }
 
@@ -195,12 +206,18 @@ async fn listing<S: Store>(
 struct CommunitiesPage {
     ctx: Ctx,
     communities: Vec<Community>,
+    /// Federation is on: a signed-in viewer may look for communities on
+    /// other servers.
+    federated: bool,
 }
 
 pub async fn communities<S: Store>(State(state): State<AppState<S>>, session: Session, uri: Uri) -> Response {
     let ctx = Ctx::new(&session, &uri);
     match state.store.list_communities().await {
-        Ok(communities) => ctx.page(StatusCode::OK, &CommunitiesPage { ctx: ctx.clone(), communities }),
+        Ok(communities) => {
+            let federated = state.federation.get().is_some();
+            ctx.page(StatusCode::OK, &CommunitiesPage { ctx: ctx.clone(), communities, federated })
+        }
         Err(e) => error_page(&ctx, e.into()),
     }
 }

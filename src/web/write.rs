@@ -120,7 +120,7 @@ pub async fn submit<S: Store>(
 /// What `POST /api/v1/communities/{name}/topics` does, through the same
 /// function.
 async fn create_topic<S: Store>(state: &AppState<S>, user: User, ip: ClientIp, f: &SubmitForm) -> AppResult<i64> {
-    let community = CommunityName::parse(&f.community.to_ascii_lowercase())
+    let community = CommunityName::named(&f.community.to_ascii_lowercase())
         .map_err(|_| AppError::Validation("choose a community".into()))?;
     let new = topics::new_topic(community, &f.title, Some(&f.body), Some(f.url.trim()))?;
     Ok(topics::create_topic(state, user, ip, new).await?.id)

@@ -9,8 +9,13 @@
 // to it with a Note and Likes the local topic, each checked through Pith's
 // API (the Page a topic by alice@HOST, the Note its reply, the topic's
 // score 1); a local member's vote on alice's topic comes back as the
-// Group's Announce of that member's Like; then both undo their follows. Every step checks what it got and exits 1 with
-// the reason on the first failure. Run by tests/federation/run.sh:
+// Group's Announce of that member's Like; then both undo their follows.
+// Phase 2, the other way round: Fedify hosts a Group, "tech", which a Pith
+// user finds (!tech@HOST) and follows; the Group accepts and announces
+// alice's Page, which Pith shows as a topic of tech@HOST; the Pith user's
+// reply and vote reach the Group's inbox (signatures verified by Fedify),
+// and so does the Undo of the follow. Every step checks what it got and
+// exits 1 with the reason on the first failure. Run by tests/federation/run.sh:
 //   PITH_ADMIN_TOKEN=... node peer.mjs PITH_URL COMMUNITY
 import http from "node:http";
 import {
@@ -38,14 +43,26 @@ function within(ms, promise, what) {
 const federation = createFederation({ kv: new MemoryKvStore(), allowPrivateAddress: true });
 const keys = await generateCryptoKeyPair("RSASSA-PKCS1-v1_5");
 const bobKeys = await generateCryptoKeyPair("RSASSA-PKCS1-v1_5");
+const techKeys = await generateCryptoKeyPair("RSASSA-PKCS1-v1_5");
 const accepted = [];
 let onAccept = () => {};
 let onAnnounce = () => {};
 
 federation
   .setActorDispatcher("/users/{identifier}", async (ctx, identifier) => {
-    if (identifier !== "alice" && identifier !== "bob") return null;
     const [pair] = await ctx.getActorKeyPairs(identifier);
+    if (identifier === "tech") {
+      return new Group({
+        id: ctx.getActorUri(identifier),
+        preferredUsername: identifier,
+        name: "Tech on Fedify",
+        summary: "<p>A <b>Group</b> hosted by Fedify</p>",
+        inbox: ctx.getInboxUri(identifier),
+        endpoints: new Endpoints({ sharedInbox: ctx.getInboxUri() }),
+        publicKey: pair.cryptographicKey,
+      });
+    }
+    if (identifier !== "alice" && identifier !== "bob") return null;
     return new Person({
       id: ctx.getActorUri(identifier),
       preferredUsername: identifier,
@@ -55,7 +72,12 @@ federation
       publicKey: pair.cryptographicKey,
     });
   })
-  .setKeyPairsDispatcher(async (_ctx, identifier) => (identifier === "alice" ? [keys] : identifier === "bob" ? [bobKeys] : []));
+  .setKeyPairsDispatcher(async (_ctx, identifier) =>
+    identifier === "alice" ? [keys] : identifier === "bob" ? [bobKeys] : identifier === "tech" ? [techKeys] : []);
+
+// What the Group's inbox got (phase 2), each after Fedify verified it.
+const toGroup = [];
+let onToGroup = () => {};
 
 federation.setInboxListeners("/users/{identifier}/inbox", "/inbox").on(Accept, async (_ctx, accept) => {
   // Only reached once Fedify has verified the request's signature against
@@ -64,6 +86,24 @@ federation.setInboxListeners("/users/{identifier}/inbox", "/inbox").on(Accept, a
   onAccept(accept);
 }).on(Announce, async (_ctx, announce) => {
   onAnnounce(announce);
+}).on(Follow, async (ctx, follow) => {
+  // A Pith user follows the Group: accepted, as Lemmy's Groups do.
+  if (follow.objectId?.href !== ctx.getActorUri("tech").href) return;
+  const follower = await follow.getActor(ctx);
+  await ctx.sendActivity({ identifier: "tech" }, follower, new Accept({
+    id: new URL(`${follow.id.href}/accept`), actor: ctx.getActorUri("tech"), object: follow,
+  }));
+  toGroup.push(follow);
+  onToGroup(follow);
+}).on(Create, async (_ctx, create) => {
+  toGroup.push(create);
+  onToGroup(create);
+}).on(Like, async (_ctx, like) => {
+  toGroup.push(like);
+  onToGroup(like);
+}).on(Undo, async (_ctx, undo) => {
+  toGroup.push(undo);
+  onToGroup(undo);
 });
 
 async function handle(req, res) {
@@ -250,6 +290,74 @@ try {
   const after = await (await fetch(group.followersId, { headers: { accept: "application/activity+json" } })).json();
   if (after.totalItems !== 0) fail(`followers after Undo: ${JSON.stringify(after)}`);
   step("Undo(Follow) of both delivered; Pith counts 0 followers");
+
+  // Phase 2: a Pith user joins the Group Fedify hosts.
+  const asAdmin = (method, path, body) => fetch(`${pith}/api/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${process.env.PITH_ADMIN_TOKEN}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const host = new URL(base).host;
+  const found = await asAdmin("POST", "/resolve", { q: `!tech@${host}` });
+  if (found.status !== 200) fail(`resolving !tech@${host} answered ${found.status}: ${await found.text()}`);
+  const tech = await found.json();
+  if (tech.name !== `tech@${host}` || tech.title !== "Tech on Fedify" || tech.description.trim() !== "A Group hosted by Fedify") {
+    fail(`the Group as Pith keeps it: ${JSON.stringify(tech)}`);
+  }
+  step(`!tech@${host} found by WebFinger and kept as ${tech.name} ("${tech.title}")`);
+  const next = (what, test) => within(20000, new Promise((ok) => (onToGroup = (a) => test(a) && ok(a))), what);
+  const gotFollow = next("the Pith user's Follow", (a) => a instanceof Follow);
+  const followed = await asAdmin("POST", `/communities/${tech.name}/follow`);
+  if (followed.status !== 202) fail(`following answered ${followed.status}`);
+  const pithFollow = await gotFollow;
+  if (pithFollow.actorId?.href !== `${pith}/ap/u/admin`) fail(`the Follow is by ${pithFollow.actorId?.href}`);
+  step("the Pith user's Follow reached the Group's inbox, its signature verified by Fedify; the Group accepts");
+  const followState = async () => (await (await asAdmin("GET", `/communities/${tech.name}/follow`)).json()).following;
+  for (let i = 0; i < 200 && (await followState()) !== "accepted"; i++) await new Promise((ok) => setTimeout(ok, 50));
+  if ((await followState()) !== "accepted") fail("Pith never took the Group's Accept");
+  step("Pith took the Group's Accept: following");
+
+  // The Group announces alice's Page to its follower, Pith.
+  const pithUser = await ctx.lookupObject(`${pith}/ap/u/admin`);
+  const techPage = new URL(`${base}/pages/2`);
+  await ctx.sendActivity({ identifier: "tech" }, pithUser, new Announce({
+    id: new URL(`${base}/announces/1`), actor: ctx.getActorUri("tech"), to: PUBLIC_COLLECTION,
+    object: new Create({
+      id: new URL(`${base}/pages/2/create`), actor: alice, to: PUBLIC_COLLECTION, cc: ctx.getActorUri("tech"),
+      object: new Page({
+        id: techPage, attribution: alice, to: PUBLIC_COLLECTION, cc: ctx.getActorUri("tech"),
+        audience: ctx.getActorUri("tech"), name: "Announced by a Fedify Group", content: "<p>From the Group</p>",
+      }),
+    }),
+  }));
+  const techTopics = await api(`/communities/${encodeURIComponent(tech.name)}/topics?sort=new`);
+  const techTopic = (techTopics.topics ?? []).find((t) => t.title === "Announced by a Fedify Group");
+  if (!techTopic || techTopic.author !== aliceName) fail(`the announced Page is not a topic of ${tech.name}: ${JSON.stringify(techTopics)}`);
+  step(`the Group's Announce(Create(Page)) taken: topic ${techTopic.id} in ${tech.name} by ${aliceName}`);
+
+  // The Pith user replies and votes: both go to the Group's inbox.
+  const gotReply = next("the Pith user's reply", (a) => a instanceof Create);
+  const replied = await asAdmin("POST", `/topics/${techTopic.id}/posts`, { body: "A reply from *Pith*" });
+  if (replied.status !== 201) fail(`replying answered ${replied.status}`);
+  const replyCreate = await gotReply;
+  const note = await replyCreate.getObject();
+  if (!(note instanceof Note) || note.replyTargetId?.href !== techPage.href || replyCreate.actorId?.href !== `${pith}/ap/u/admin`) {
+    fail(`the reply reached the Group as ${note?.constructor?.name} replying to ${note?.replyTargetId?.href}`);
+  }
+  step("the Pith user's reply reached the Group as Create(Note) in reply to the Page, signature verified by Fedify");
+  const gotVote = next("the Pith user's vote", (a) => a instanceof Like);
+  const voted2 = await asAdmin("POST", `/topics/${techTopic.id}/vote`, { value: 1 });
+  if (voted2.status !== 200) fail(`voting answered ${voted2.status}`);
+  const like = await gotVote;
+  if (like.objectId?.href !== techPage.href) fail(`the Like is of ${like.objectId?.href}`);
+  step("the Pith user's vote reached the Group as a Like of the Page");
+  const gotUndo = next("the Undo of the Follow", (a) => a instanceof Undo);
+  const unfollowed = await asAdmin("DELETE", `/communities/${tech.name}/follow`);
+  if (unfollowed.status !== 204) fail(`unfollowing answered ${unfollowed.status}`);
+  const undo = await gotUndo;
+  const undone = await undo.getObject();
+  if (!(undone instanceof Follow) || undone.id?.href !== pithFollow.id?.href) fail("the Undo does not undo the Follow");
+  step("unfollowing sent the Undo of the Follow to the Group");
   console.log("peer: all steps passed");
 } catch (e) {
   fail(e?.stack ?? String(e));

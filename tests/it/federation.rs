@@ -930,3 +930,152 @@ async fn pith_federation_sets_lists_and_clears_rules_from_the_command_line() {
     );
     store.shutdown().await;
 }
+
+/// Polls `check` until it gives `Some`, or fails after ~10 s.
+async fn eventually<T, F: std::future::Future<Output = Option<T>>>(what: &str, mut check: impl FnMut() -> F) -> T {
+    for _ in 0..400 {
+        if let Some(v) = check().await {
+            return v;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("{what}: not seen in time");
+}
+
+/// Phase 2, Pith to Pith over real sockets: a user of `away` finds
+/// `!rust@home`, follows it (its Group accepts), gets what home's users
+/// post, replies and votes back to home; home's reply reaches away in
+/// turn; the pages show the remote community and the follow; unfollow
+/// ends it. Each server checks the other's signatures.
+async fn joining_a_remote_community<A: Store, B: Store>(home: TestApp<A>, away: TestApp<B>) {
+    home.community("rust").await;
+    let home_host = home.addr.trim_start_matches("http://").to_owned();
+    let away_host = away.addr.trim_start_matches("http://").to_owned();
+    let bob = home.user("bob").await;
+    let ann = away.user("ann").await;
+    let remote_name = format!("rust@{home_host}");
+
+    // Finding it: bad handles, unknown communities, then the real one.
+    let (status, body) = away.post("/api/v1/resolve", Some(&ann), json!({"q": "rust"})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("bad_community")), "{body}");
+    let (status, body) = away.post("/api/v1/resolve", Some(&ann), json!({"q": format!("!nope@{home_host}")})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")), "{body}");
+    let (status, body) = away.post("/api/v1/resolve", None, json!({"q": format!("!rust@{home_host}")})).await;
+    assert_eq!(status, 401, "{body}");
+    let (status, c) = away.post("/api/v1/resolve", Some(&ann), json!({"q": format!("!rust@{home_host}")})).await;
+    assert_eq!(status, 200, "{c}");
+    assert_eq!((c["name"].as_str(), c["title"].as_str()), (Some(remote_name.as_str()), Some("The rust")));
+    // Its page at home (the Group's `url`).
+    assert_eq!(c["home"], format!("{}/c/rust", home.addr));
+    // Found again: the same community.
+    let (_, again) = away.post("/api/v1/resolve", Some(&ann), json!({"q": format!("{}/ap/c/rust", home.addr)})).await;
+    assert_eq!(again["id"], c["id"]);
+    // It is no actor of away's, and cannot be created there by name.
+    assert_eq!(get_ap(&away, &format!("/ap/c/{remote_name}")).await.status, 404);
+    let made = away
+        .post("/api/v1/communities", Some(&away.admin_token), json!({"name": "x@evil.example", "title": "x"}))
+        .await;
+    assert_eq!(made.0, 422, "{}", made.1);
+    // A local community has nothing to follow.
+    away.community("local").await;
+    let (status, body) = away.post("/api/v1/communities/local/follow", Some(&ann), json!({})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("not_remote")), "{body}");
+
+    // Following: pending, then accepted by home's Group.
+    let follow_path = format!("/api/v1/communities/{remote_name}/follow");
+    let (status, body) = away.post(&follow_path, Some(&ann), json!({})).await;
+    assert_eq!((status, body["following"].as_str()), (202, Some("pending")), "{body}");
+    let home_rust = home.state.store.community("rust".into()).await.expect("rust");
+    eventually("home has a follower", || async {
+        (home.state.store.followers(home_rust.id).await.expect("read").len() == 1).then_some(())
+    })
+    .await;
+    eventually("the follow accepted", || async {
+        let (_, body) = away.send(Method::GET, &follow_path, Some(&ann), None).await;
+        (body["following"] == "accepted").then_some(())
+    })
+    .await;
+
+    // Home's user posts: the topic reaches away, by `bob@home`.
+    let topic = home.topic("rust", &bob, "News from home").await;
+    let page_id = format!("{}/ap/t/{topic}", home.addr);
+    let mirrored = eventually("the topic at away", || async {
+        away.state.store.remote_object(page_id.clone()).await.expect("read").map(|o| o.topic_id)
+    })
+    .await;
+    let (status, t) = away.get(&format!("/api/v1/topics/{mirrored}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(t["topic"]["title"], "News from home");
+    assert_eq!(t["topic"]["author"], format!("bob@{home_host}"));
+    assert_eq!(t["topic"]["community"], remote_name.as_str());
+    let (ids, _) = away.list(&format!("/api/v1/communities/{remote_name}/topics?sort=new")).await;
+    assert_eq!(ids, vec![mirrored]);
+
+    // Away's user replies and votes there: both reach home, as `ann@away`.
+    let before = home.read_topic(topic, "old").await["topic"]["score"].as_i64().expect("score");
+    let reply = away.reply(mirrored, &ann, None, "Hello from *away*").await;
+    let note_id = format!("{}/ap/t/{mirrored}/p/{reply}", away.addr);
+    let at_home = eventually("the reply at home", || async {
+        home.state.store.remote_object(note_id.clone()).await.expect("read")
+    })
+    .await;
+    assert_eq!(at_home.topic_id, topic);
+    let posts = home.read_topic(topic, "old").await["posts"].clone();
+    assert_eq!(posts[0]["author"], format!("ann@{away_host}"));
+    assert_eq!(posts[0]["body"], "Hello from *away*");
+    away.vote("topics", mirrored, &ann, 1).await;
+    eventually("the vote at home", || async {
+        let score = home.read_topic(topic, "old").await["topic"]["score"].as_i64().expect("score");
+        (score == before + 1).then_some(())
+    })
+    .await;
+    // Away does not take its own activities back: one reply, not two.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(away.read_topic(mirrored, "old").await["posts"].as_array().map(Vec::len), Some(1));
+
+    // Home's user answers ann: the reply reaches away under hers.
+    let home_reply = at_home.target;
+    let pith::model::VoteTarget::Post(ann_at_home) = home_reply else { panic!("a post") };
+    let answer = home.reply(topic, &bob, Some(ann_at_home), "Welcome!").await;
+    let answer_id = format!("{}/ap/t/{topic}/p/{answer}", home.addr);
+    eventually("the answer at away", || async {
+        away.state.store.remote_object(answer_id.clone()).await.expect("read")
+    })
+    .await;
+    let posts = away.read_topic(mirrored, "old").await["posts"].clone();
+    assert_eq!(posts[1]["body"], "Welcome!");
+    assert_eq!(posts[1]["parent_id"], reply);
+
+    // The pages: the community listed as on another server, its page with
+    // the follow state and a link home.
+    let list = fetch(away.req(Method::GET, "/c")).await;
+    assert!(String::from_utf8_lossy(&list.bytes).contains("on another server"));
+    let page = fetch(away.req(Method::GET, &format!("/c/{remote_name}"))).await;
+    let html = String::from_utf8_lossy(&page.bytes).to_string();
+    assert_eq!(page.status, 200);
+    assert!(html.contains(&format!("{}/c/rust", home.addr)) && html.contains("News from home"), "{html}");
+
+    // Unfollowing: home's Group loses its follower; away takes no more.
+    let (status, _) = away.delete(&follow_path, Some(&ann)).await;
+    assert_eq!(status, 204);
+    eventually("home lost its follower", || async {
+        home.state.store.followers(home_rust.id).await.expect("read").is_empty().then_some(())
+    })
+    .await;
+    let (_, body) = away.send(Method::GET, &follow_path, Some(&ann), None).await;
+    assert_eq!(body["following"], "no");
+}
+
+#[tokio::test]
+async fn a_user_joins_a_community_on_another_server() {
+    joining_a_remote_community(spawn_federated_app().await, spawn_federated_app().await).await;
+}
+
+#[tokio::test]
+async fn a_user_joins_a_community_on_another_server_pg() {
+    let db = TestDb::create().await;
+    // Home on SQLite, away on PostgreSQL: both stores take both sides.
+    joining_a_remote_community(spawn_federated_app().await, spawn_federated_pg_app(&db).await).await;
+    let db2 = TestDb::create().await;
+    joining_a_remote_community(spawn_federated_pg_app(&db2).await, spawn_federated_app().await).await;
+}

@@ -137,6 +137,23 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
         remote_id: Some("https://a.example/post/1".into()),
     };
     store.create_topic(&remote, page).await.expect("remote topic");
+    // A community on another server, and a local user's follow of it.
+    let group = RemoteActor {
+        id: "https://a.example/c/far".into(),
+        inbox: "https://a.example/c/far/inbox".into(),
+        shared_inbox: Some("https://a.example/inbox".into()),
+        key_id: "https://a.example/c/far#k".into(),
+        public_key_pem: "pem".into(),
+        name: "far".into(),
+        fetched_at: 1_700_000_000,
+        url: None,
+    };
+    let far = store
+        .put_remote_community(group, "far@a.example".into(), "Far".into(), String::new())
+        .await
+        .expect("remote community");
+    let (carol_user, _) = store.user_credentials("carol".into()).await.expect("read").expect("carol");
+    store.follow_remote(far.id, carol_user.id, "https://here/f/1".into()).await.expect("follow");
     let rule = pith::model::instances::InstanceRule::Block;
     store.set_instance_rule("spam.example".into(), Some((rule, "spam".into()))).await.expect("rule");
     let want = app.read_topic(topic, "old").await;

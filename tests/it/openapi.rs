@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::helpers::{Reply, TestApp, fetch, spawn_app};
+use crate::support::helpers::{Reply, TestApp, fetch, spawn_app, spawn_federated_app};
 
 /// Routes under `/api/v1` deliberately left out of the document.
 const UNDOCUMENTED: &[(&str, &str)] = &[
@@ -1052,5 +1052,31 @@ async fn a_scripted_session_gets_only_documented_responses() {
     api.call(delete.clone(), "/me", Some(&alice), gone("newpass456", "keep_anonymous"), 204).await;
     api.call(get.clone(), "/auth/me", Some(&alice), None, 401).await;
 
+    // Federation's routes, on two federated servers: `away` finds and
+    // follows a community of `home`.
+    api.seen.extend(federated_session().await);
     api.assert_every_operation_succeeded();
+}
+
+/// The routes that need federation on (and another server to talk to);
+/// what was seen, for the caller's check that every operation succeeded.
+async fn federated_session() -> BTreeSet<(String, String, u16)> {
+    let (home, away) = (spawn_federated_app().await, spawn_federated_app().await);
+    home.community("rust").await;
+    let host = home.addr.trim_start_matches("http://").to_owned();
+    let mut api = Api::new(&away);
+    let ann = away.user("ann").await;
+    let (get, post, delete) = (Method::GET, Method::POST, Method::DELETE);
+    let q = |q: String| Some(json!({ "q": q }));
+    api.call(post.clone(), "/resolve", Some(&ann), q("rust".into()), 400).await;
+    api.call(post.clone(), "/resolve", None, q(format!("!rust@{host}")), 401).await;
+    api.call(post.clone(), "/resolve", Some(&ann), q(format!("!nope@{host}")), 404).await;
+    let found = api.call(post.clone(), "/resolve", Some(&ann), q(format!("!rust@{host}")), 200).await;
+    let path = format!("/communities/{}/follow", found["name"].as_str().expect("name"));
+    api.call(get.clone(), &path, Some(&ann), None, 200).await;
+    api.call(post.clone(), &path, None, None, 401).await;
+    api.call(post.clone(), &path, Some(&ann), None, 202).await;
+    api.call(delete.clone(), &path, Some(&ann), None, 204).await;
+    api.call(post.clone(), "/communities/nope/follow", Some(&ann), None, 404).await;
+    api.seen
 }

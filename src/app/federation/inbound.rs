@@ -30,6 +30,9 @@ pub struct Sender<'a> {
     pub ip: ClientIp,
     /// The local community whose own inbox it came to, if it did.
     pub inbox: Option<&'a str>,
+    /// The remote community whose Group announced it (`join::announced`),
+    /// for an activity that came so; it may act in that community only.
+    pub via: Option<&'a Community>,
 }
 
 fn bad(message: impl Into<String>) -> AppError {
@@ -71,7 +74,8 @@ pub async fn act<S: Store>(
             None
         }
     };
-    if let Some(community) = taken {
+    // A remote community's Group announces for itself; ours do.
+    if let Some(community) = taken.filter(|c| !c.is_remote()) {
         outbound::forward(state, fed, &community, activity, sender.actor).await?;
     }
     Ok(())
@@ -89,7 +93,7 @@ pub async fn undo_vote<S: Store>(
     if id_of(vote_activity.get("actor")) != Some(sender.actor.id.as_str()) {
         return Err(bad("an Undo may undo only its actor's own vote"));
     }
-    if let Some(community) = vote(state, sender, vote_activity, 0).await? {
+    if let Some(community) = vote(state, sender, vote_activity, 0).await?.filter(|c| !c.is_remote()) {
         outbound::forward(state, fed, &community, undo, sender.actor).await?;
     }
     Ok(())
@@ -120,6 +124,31 @@ async fn local_object<S: Store>(state: &AppState<S>, id: &str) -> AppResult<Opti
 async fn community_of<S: Store>(state: &AppState<S>, topic_id: i64) -> AppResult<Community> {
     let topic = state.store.topic(topic_id).await?;
     Ok(state.store.community(topic.community).await?)
+}
+
+/// Whether the sender may act in `community`: a local one when sent to
+/// us directly; a remote one only through its own Group's `Announce`.
+fn admitted(sender: &Sender<'_>, community: &Community) -> bool {
+    match sender.via {
+        Some(via) => via.id == community.id,
+        None => !community.is_remote(),
+    }
+}
+
+/// The community of `topic_id`, when the sender may act there; `None`
+/// (dropped, logged) when not.
+async fn community_for<S: Store>(
+    state: &AppState<S>,
+    sender: &Sender<'_>,
+    topic_id: i64,
+) -> AppResult<Option<Community>> {
+    let community = community_of(state, topic_id).await?;
+    if admitted(sender, &community) {
+        return Ok(Some(community));
+    }
+    tracing::info!(actor = %sender.actor.id, community = %community.name,
+        "an activity about a community it may not act in here; dropped");
+    Ok(None)
 }
 
 /// The embedded object of a `Create` or `Update`, with its id, checked to
@@ -170,14 +199,23 @@ async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
     let kind = object.get("type").and_then(Value::as_str).unwrap_or("");
     let made = match kind {
         "Page" | "Article" => {
-            let Some(name) = addressed(&state.web.public_url(), activity, object, sender.inbox) else {
-                tracing::info!(%id, "a Page for no local community; dropped");
-                return Ok(None);
+            let community = match sender.via {
+                Some(via) => via.clone(),
+                None => {
+                    let Some(name) = addressed(&state.web.public_url(), activity, object, sender.inbox) else {
+                        tracing::info!(%id, "a Page for no local community; dropped");
+                        return Ok(None);
+                    };
+                    state.store.community(name).await?
+                }
             };
-            let community = state.store.community(name).await?;
+            if !admitted(sender, &community) {
+                tracing::info!(%id, "a Page for a community it may not post in here; dropped");
+                return Ok(None);
+            }
             let title = object.get("name").and_then(Value::as_str).ok_or_else(|| bad("the Page has no name"))?;
             let submission = Submission {
-                community: CommunityName::parse(&community.name)?,
+                community: CommunityName::named(&community.name)?,
                 title: Title::parse(title)?,
                 body: content::markdown_of(object).map(|b| Body::parse(&b)).transpose()?,
                 url: content::link_of(object).map(|u| Link::parse(&u)).transpose()?,
@@ -197,6 +235,7 @@ async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
                 tracing::info!(%id, "a Note replying to something not ours; dropped");
                 return Ok(None);
             };
+            let Some(community) = community_for(state, sender, parent.topic_id).await? else { return Ok(None) };
             let body = content::markdown_of(object).ok_or_else(|| bad("the Note has no content"))?;
             let reply = Reply {
                 topic_id: parent.topic_id,
@@ -208,10 +247,7 @@ async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
                 remote_id: Some(id),
             };
             let user = acting_user(state, sender.actor).await?;
-            match posts::create_post(state, user, sender.ip, reply).await {
-                Ok(_) => community_of(state, parent.topic_id).await,
-                Err(e) => Err(e),
-            }
+            posts::create_post(state, user, sender.ip, reply).await.map(|_| community)
         }
         other => {
             tracing::info!(%id, kind = other, "a Create of an object not handled; dropped");
@@ -234,6 +270,7 @@ async fn update<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
         tracing::info!(%id, "an Update of an object never received; dropped");
         return Ok(None);
     };
+    let Some(community) = community_for(state, sender, local.topic_id).await? else { return Ok(None) };
     let user = acting_user(state, sender.actor).await?;
     let body = content::markdown_of(object);
     match local.target {
@@ -246,7 +283,7 @@ async fn update<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
             posts::edit_post(state, user, sender.ip, p, body).await?;
         }
     }
-    Ok(Some(community_of(state, local.topic_id).await?))
+    Ok(Some(community))
 }
 
 /// `Delete` of a `Page` or `Note` (or its `Tombstone`) by its author.
@@ -263,7 +300,7 @@ async fn delete<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
         tracing::info!(%id, "a Delete of an object never received; dropped");
         return Ok(None);
     };
-    let community = community_of(state, local.topic_id).await?;
+    let Some(community) = community_for(state, sender, local.topic_id).await? else { return Ok(None) };
     let user = acting_user(state, sender.actor).await?;
     match local.target {
         VoteTarget::Topic(t) => topics::delete_topic(state, user, t).await?,
@@ -287,7 +324,8 @@ async fn vote<S: Store>(
         tracing::debug!(%id, "a vote on an object not ours; dropped");
         return Ok(None);
     };
+    let Some(community) = community_for(state, sender, local.topic_id).await? else { return Ok(None) };
     let user = acting_user(state, sender.actor).await?;
-    let outcome = votes::cast_vote(state, user, sender.ip, local.target, value).await?;
-    Ok(Some(community_of(state, outcome.topic_id).await?))
+    votes::cast_vote(state, user, sender.ip, local.target, value).await?;
+    Ok(Some(community))
 }

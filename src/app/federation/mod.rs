@@ -5,8 +5,9 @@
 //! actors fetched and cached (`actors`), which servers may federate
 //! (`instances`), what a remote `Follow` or `Undo` does (`follow`), what a
 //! remote user's `Create`, `Update`, `Delete`, `Like` and `Dislike` do
-//! (`inbound`, with `content` for their text), and what local writes send
-//! out (`outbound`). The routes that serve all this are
+//! (`inbound`, with `content` for their text), what local writes send
+//! out (`outbound`), and local users joining communities on other
+//! servers (`join`, phase 2). The routes that serve all this are
 //! `crate::activitypub`'s.
 
 pub mod actors;
@@ -15,6 +16,7 @@ pub mod content;
 pub mod follow;
 pub mod inbound;
 pub mod instances;
+pub mod join;
 pub mod keys;
 pub mod objects;
 pub mod outbound;
@@ -63,6 +65,9 @@ pub struct Federation {
     pub wake: queue::Wake,
     /// The administrators' rules for other servers, as last read.
     pub instances: instances::Instances,
+    /// --federation-allow-private: other servers may be on loopback and
+    /// plain http (tests on one machine).
+    pub allow_private: bool,
 }
 
 impl FederationSettings {
@@ -73,6 +78,7 @@ impl FederationSettings {
                 client: client::Client::new(limits),
                 wake: queue::Wake::default(),
                 instances: instances::Instances::default(),
+                allow_private: cfg.federation_allow_private,
             };
             let _ = self.0.set(Arc::new(fed));
         }

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::ids;
 use crate::app::{AppResult, AppState};
+use crate::model::federation::is_remote_name;
 use crate::model::{Post, Timestamp, Topic, VoteTarget};
 use crate::store::Store;
 
@@ -25,10 +26,22 @@ pub fn rfc3339(t: Timestamp) -> String {
         .unwrap_or_default()
 }
 
+/// The id of the `Group` a community is: ours, or for a community on
+/// another server (`name@host`), its own.
+pub async fn group_id<S: Store>(state: &AppState<S>, base: &str, community: &str) -> AppResult<String> {
+    if is_remote_name(community)
+        && let Some(group) = state.store.community_actor(community.to_owned()).await?
+    {
+        return Ok(group.id);
+    }
+    Ok(ids::community(base, community))
+}
+
 /// A topic's `Page` (Lemmy: crates/apub/objects/src/protocol/page.rs):
-/// `name` the title, `content` its HTML, `audience` its community.
-pub fn page_json(base: &str, t: &Topic) -> Value {
-    let community = ids::community(base, &t.community);
+/// `name` the title, `content` its HTML, `audience` its community's
+/// Group (`group_id`).
+pub fn page_json(base: &str, t: &Topic, group: &str) -> Value {
+    let community = group;
     let mut page = json!({
         "@context": context(),
         "id": ids::topic(base, t.id),
@@ -81,8 +94,8 @@ pub async fn in_reply_to<S: Store>(state: &AppState<S>, base: &str, t: &Topic, p
 
 /// A post's `Note`: `inReplyTo` its parent post, or its topic's `Page`
 /// (`in_reply_to`).
-pub fn note_json(base: &str, t: &Topic, p: &Post, in_reply_to: &str) -> Value {
-    let community = ids::community(base, &t.community);
+pub fn note_json(base: &str, t: &Topic, p: &Post, in_reply_to: &str, group: &str) -> Value {
+    let community = group;
     let parent = in_reply_to;
     let mut note = json!({
         "@context": context(),

@@ -68,12 +68,47 @@ async fn announce<S: Store>(state: &AppState<S>, fed: &Federation, out: Out) -> 
     };
     let topic = state.store.topic(topic_id).await?;
     let community = state.store.community(topic.community.clone()).await?;
+    if community.is_remote() {
+        return to_remote_group(state, fed, &base, &topic, &community, out).await;
+    }
     let followers = state.store.followers(community.id).await?;
     if followers.is_empty() {
         return Ok(());
     }
-    let Some(activity) = activity(state, &base, &topic, out).await? else { return Ok(()) };
+    let group = ids::community(&base, &community.name);
+    let Some(activity) = activity(state, &base, &topic, &group, out).await? else { return Ok(()) };
     queue_announce(state, fed, &base, &community, activity, &followers).await
+}
+
+/// A local user's topic, reply, edit or vote in a community on another
+/// server (phase 2): sent to its Group, signed by the user, for the Group
+/// to announce (this server gets it back among the followers, and drops
+/// it: `join::announced`). Deletions and a local moderator's removals stay
+/// here: only the Group's own moderators remove for its followers.
+async fn to_remote_group<S: Store>(
+    state: &AppState<S>,
+    fed: &Federation,
+    base: &str,
+    topic: &Topic,
+    community: &Community,
+    out: Out,
+) -> AppResult<()> {
+    let Some(group) = state.store.community_actor(community.name.clone()).await? else { return Ok(()) };
+    let hidden = topic.deleted || topic.removed || topic.author.is_none();
+    match out {
+        Out::PostGone(..) => return Ok(()),
+        Out::Topic(..) if hidden => return Ok(()),
+        Out::Topic(..) if state.store.remote_object_id(VoteTarget::Topic(topic.id)).await?.is_some() => return Ok(()),
+        _ => {}
+    }
+    let Some(mut activity) = activity(state, base, topic, &group.id, out).await? else { return Ok(()) };
+    let user_prefix = format!("{base}/ap/u/");
+    let Some(name) = activity["actor"].as_str().and_then(|a| a.strip_prefix(&user_prefix)).map(str::to_owned) else {
+        return Ok(());
+    };
+    let Some((user, _)) = state.store.user_credentials(name).await? else { return Ok(()) };
+    activity["@context"] = super::objects::context();
+    queue::enqueue(state, fed, vec![super::join::to_group(base, &user, &group, &activity)]).await
 }
 
 /// Announces `activity` (a remote user's, as received and taken by
@@ -135,20 +170,25 @@ async fn queue_announce<S: Store>(
 /// The activity `out` stands for, by its author (a deletion by the
 /// Group); `None` when there is nothing to say (a topic changed while
 /// hidden, a post that is not there, a remote user's own write).
-async fn activity<S: Store>(state: &AppState<S>, base: &str, topic: &Topic, out: Out) -> AppResult<Option<Value>> {
-    let group = ids::community(base, &topic.community);
+async fn activity<S: Store>(
+    state: &AppState<S>,
+    base: &str,
+    topic: &Topic,
+    group: &str,
+    out: Out,
+) -> AppResult<Option<Value>> {
     let wrap = |kind: &str, object: Value| {
         let actor = object["attributedTo"].clone();
         let mut object = object;
         if let Some(o) = object.as_object_mut() {
             o.remove("@context");
         }
-        let id = activity_id(object["id"].as_str().unwrap_or(&group), &kind.to_ascii_lowercase());
+        let id = activity_id(object["id"].as_str().unwrap_or(group), &kind.to_ascii_lowercase());
         json!({"id": id, "type": kind, "actor": actor, "to": [PUBLIC], "cc": [group],
                "audience": group, "object": object})
     };
     let delete = |object_id: String| {
-        json!({"id": activity_id(&group, "delete"), "type": "Delete", "actor": group, "to": [PUBLIC],
+        json!({"id": activity_id(group, "delete"), "type": "Delete", "actor": group, "to": [PUBLIC],
                "cc": [group], "audience": group, "object": {"id": object_id, "type": "Tombstone"}})
     };
     let hidden = topic.deleted || topic.removed || topic.author.is_none();
@@ -161,7 +201,7 @@ async fn activity<S: Store>(state: &AppState<S>, base: &str, topic: &Topic, out:
         // to send; its author's own writes were forwarded as they came.
         Out::Topic(..) if remote_topic.is_some() => remote_topic.filter(|_| topic.removed).map(delete),
         Out::Topic(_, _) if hidden => Some(delete(ids::topic(base, topic.id))),
-        Out::Topic(_, created) => Some(wrap(if created { "Create" } else { "Update" }, page_json(base, topic))),
+        Out::Topic(_, created) => Some(wrap(if created { "Create" } else { "Update" }, page_json(base, topic, group))),
         Out::Post(..) if hidden => None,
         Out::Post(_, post, created) => {
             let (topic, post, _) = state.store.topic_post(topic.id, post, 0).await?;
@@ -169,7 +209,7 @@ async fn activity<S: Store>(state: &AppState<S>, base: &str, topic: &Topic, out:
                 return Ok(None);
             }
             let parent = in_reply_to(state, base, &topic, &post).await?;
-            Some(wrap(if created { "Create" } else { "Update" }, note_json(base, &topic, &post, &parent)))
+            Some(wrap(if created { "Create" } else { "Update" }, note_json(base, &topic, &post, &parent, group)))
         }
         Out::PostGone(_, post) => match state.store.remote_object_id(VoteTarget::Post(post)).await? {
             Some(remote) => {
@@ -181,7 +221,7 @@ async fn activity<S: Store>(state: &AppState<S>, base: &str, topic: &Topic, out:
         Out::Vote(_, post, voter) => {
             let target = post.map_or(VoteTarget::Topic(topic.id), VoteTarget::Post);
             let object = object_id(state, base, target, topic.id).await?;
-            Some(vote(base, &group, &voter, object))
+            Some(vote(base, group, &voter, object))
         }
     })
 }

@@ -26,6 +26,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (11, include_str!("../../../migrations/postgres/0011_federation.sql")),
     (12, include_str!("../../../migrations/postgres/0012_federation_instances.sql")),
     (13, include_str!("../../../migrations/postgres/0013_federation_content.sql")),
+    (14, include_str!("../../../migrations/postgres/0014_federation_following.sql")),
 ];
 
 /// Any number: every node takes this advisory lock to migrate, so nodes

@@ -8,6 +8,7 @@ pub mod accounts;
 pub mod conn;
 pub mod federation;
 mod first_admin;
+pub mod following;
 pub mod inbox;
 pub mod instances;
 pub mod lifecycle;
@@ -626,6 +627,49 @@ impl Store for PgStore {
     async fn remote_object_id(&self, target: VoteTarget) -> StoreResult<Option<String>> {
         let client = get(&self.pool).await?;
         federation::remote_object_id(&client, target).await
+    }
+
+    async fn remote_actor(&self, actor_id: String) -> StoreResult<Option<RemoteActor>> {
+        following::remote_actor(&get(&self.pool).await?, &actor_id).await
+    }
+
+    async fn put_remote_community(
+        &self,
+        group: RemoteActor,
+        name: String,
+        title: String,
+        description: String,
+    ) -> StoreResult<Community> {
+        let now = Timestamp::now();
+        write!(self, |c| following::put_remote_community(c, &group, &name, &title, &description, now))
+    }
+
+    async fn community_actor(&self, name: String) -> StoreResult<Option<RemoteActor>> {
+        following::community_actor(&get(&self.pool).await?, &name).await
+    }
+
+    async fn community_of_actor(&self, actor_id: String) -> StoreResult<Option<Community>> {
+        read!(self, |c| following::community_of_actor(c, &actor_id))
+    }
+
+    async fn follow_remote(&self, community_id: i64, user_id: i64, follow_id: String) -> StoreResult<()> {
+        write!(self, |c| following::follow_remote(c, community_id, user_id, &follow_id))
+    }
+
+    async fn unfollow_remote(&self, community_id: i64, user_id: i64) -> StoreResult<Option<String>> {
+        write!(self, |c| following::unfollow_remote(c, community_id, user_id))
+    }
+
+    async fn settle_remote_follow(&self, community_id: i64, follow_id: String, accepted: bool) -> StoreResult<bool> {
+        write!(self, |c| following::settle_remote_follow(c, community_id, &follow_id, accepted))
+    }
+
+    async fn remote_follow(&self, community_id: i64, user_id: i64) -> StoreResult<Option<bool>> {
+        following::remote_follow(&get(&self.pool).await?, community_id, user_id).await
+    }
+
+    async fn remote_follow_count(&self, community_id: i64) -> StoreResult<i64> {
+        following::remote_follow_count(&get(&self.pool).await?, community_id).await
     }
 
     async fn instance_rules(&self) -> StoreResult<Vec<InstanceEntry>> {

@@ -160,9 +160,9 @@ pub async fn community_id(c: &impl GenericClient, name: &str) -> StoreResult<i64
     }
 }
 
-const COMMUNITY_SQL: &str = "SELECT c.id, c.name, c.title, c.description, c.created_at, \
+const COMMUNITY_SQL: &str = "SELECT c.id, c.name, c.title, c.description, c.created_at, coalesce(a.url, a.actor_id), \
      (SELECT count(*) FROM topics t WHERE t.community_id = c.id AND NOT t.deleted AND NOT t.removed) \
-     FROM communities c";
+     FROM communities c LEFT JOIN ap_actors a ON a.id = c.actor";
 
 fn community_row(r: &Row) -> StoreResult<Community> {
     Ok(Community {
@@ -171,7 +171,8 @@ fn community_row(r: &Row) -> StoreResult<Community> {
         title: col(r, 2)?,
         description: col(r, 3)?,
         created_at: Timestamp(col(r, 4)?),
-        topic_count: col(r, 5)?,
+        home: col(r, 5)?,
+        topic_count: col(r, 6)?,
     })
 }
 

@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0012_federation.sql"),
     include_str!("../../../migrations/sqlite/0013_federation_instances.sql"),
     include_str!("../../../migrations/sqlite/0014_federation_content.sql"),
+    include_str!("../../../migrations/sqlite/0015_federation_following.sql"),
 ];
 
 /// Which job a connection does; each gets different pragmas.

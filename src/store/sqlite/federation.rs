@@ -12,9 +12,9 @@ use crate::model::mail::Delivery;
 use crate::model::{NameKeys, Timestamp, User, VoteTarget};
 use crate::store::{StoreError, StoreResult};
 
-const ACTOR_COLS: &str = "actor_id, inbox, shared_inbox, key_id, public_key_pem, name, fetched_at, url";
+pub const ACTOR_COLS: &str = "actor_id, inbox, shared_inbox, key_id, public_key_pem, name, fetched_at, url";
 
-fn actor_row(r: &Row<'_>) -> rusqlite::Result<RemoteActor> {
+pub fn actor_row(r: &Row<'_>) -> rusqlite::Result<RemoteActor> {
     Ok(RemoteActor {
         id: r.get(0)?,
         inbox: r.get(1)?,

@@ -9,6 +9,7 @@ mod checkpoint;
 pub mod conn;
 pub mod federation;
 mod first_admin;
+pub mod following;
 pub mod inbox;
 pub mod instances;
 pub mod lifecycle;
@@ -716,6 +717,49 @@ impl Store for SqliteStore {
 
     async fn remote_object_id(&self, target: VoteTarget) -> StoreResult<Option<String>> {
         self.readers.read(move |c| federation::remote_object_id(c, target)).await
+    }
+
+    async fn remote_actor(&self, actor_id: String) -> StoreResult<Option<RemoteActor>> {
+        self.readers.read(move |c| following::remote_actor(c, &actor_id)).await
+    }
+
+    async fn put_remote_community(
+        &self,
+        group: RemoteActor,
+        name: String,
+        title: String,
+        description: String,
+    ) -> StoreResult<Community> {
+        let now = Timestamp::now();
+        self.writer.write(move |c| following::put_remote_community(c, &group, &name, &title, &description, now)).await
+    }
+
+    async fn community_actor(&self, name: String) -> StoreResult<Option<RemoteActor>> {
+        self.readers.read(move |c| following::community_actor(c, &name)).await
+    }
+
+    async fn community_of_actor(&self, actor_id: String) -> StoreResult<Option<Community>> {
+        self.readers.read(move |c| following::community_of_actor(c, &actor_id)).await
+    }
+
+    async fn follow_remote(&self, community_id: i64, user_id: i64, follow_id: String) -> StoreResult<()> {
+        self.writer.write(move |c| following::follow_remote(c, community_id, user_id, &follow_id)).await
+    }
+
+    async fn unfollow_remote(&self, community_id: i64, user_id: i64) -> StoreResult<Option<String>> {
+        self.writer.write(move |c| following::unfollow_remote(c, community_id, user_id)).await
+    }
+
+    async fn settle_remote_follow(&self, community_id: i64, follow_id: String, accepted: bool) -> StoreResult<bool> {
+        self.writer.write(move |c| following::settle_remote_follow(c, community_id, &follow_id, accepted)).await
+    }
+
+    async fn remote_follow(&self, community_id: i64, user_id: i64) -> StoreResult<Option<bool>> {
+        self.readers.read(move |c| following::remote_follow(c, community_id, user_id)).await
+    }
+
+    async fn remote_follow_count(&self, community_id: i64) -> StoreResult<i64> {
+        self.readers.read(move |c| following::remote_follow_count(c, community_id)).await
     }
 
     async fn instance_rules(&self) -> StoreResult<Vec<InstanceEntry>> {

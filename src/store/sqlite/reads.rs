@@ -161,9 +161,9 @@ pub fn community_id(conn: &Connection, name: &str) -> StoreResult<i64> {
         .ok_or(StoreError::NotFound("community"))
 }
 
-const COMMUNITY_SQL: &str = "SELECT c.id, c.name, c.title, c.description, c.created_at, \
+const COMMUNITY_SQL: &str = "SELECT c.id, c.name, c.title, c.description, c.created_at, coalesce(a.url, a.actor_id), \
      (SELECT count(*) FROM topics t WHERE t.community_id = c.id AND t.deleted = 0 AND t.removed = 0) \
-     FROM communities c";
+     FROM communities c LEFT JOIN ap_actors a ON a.id = c.actor";
 
 fn community_row(r: &Row<'_>) -> rusqlite::Result<Community> {
     Ok(Community {
@@ -172,7 +172,8 @@ fn community_row(r: &Row<'_>) -> rusqlite::Result<Community> {
         title: r.get(2)?,
         description: r.get(3)?,
         created_at: Timestamp(r.get(4)?),
-        topic_count: r.get(5)?,
+        home: r.get(5)?,
+        topic_count: r.get(6)?,
     })
 }
 

@@ -1046,6 +1046,20 @@ async fn joining_a_remote_community<A: Store, B: Store>(home: TestApp<A>, away: 
     assert_eq!(posts[1]["body"], "Welcome!");
     assert_eq!(posts[1]["parent_id"], reply);
 
+    // Home's moderator removes the answer: its Group announces the
+    // removal, which away's copy of the community takes, made by the
+    // Group's user (its moderator there) and logged.
+    let (status, body) = home.post(&format!("/api/v1/posts/{answer}/remove"), Some(&home.admin_token), json!({})).await;
+    assert_eq!(status, 204, "{body}");
+    eventually("the removal at away", || async {
+        let posts = away.read_topic(mirrored, "old").await["posts"].clone();
+        (posts[1]["removed"] == true).then_some(())
+    })
+    .await;
+    let (_, log) = away.get(&format!("/api/v1/communities/{remote_name}/modlog")).await;
+    assert_eq!(log["entries"][0]["actor"], remote_name.as_str(), "{log}");
+    assert_eq!(log["entries"][0]["action"], "remove_post");
+
     // The pages: the community listed as on another server, its page with
     // the follow state and a link home.
     let list = fetch(away.req(Method::GET, "/c")).await;

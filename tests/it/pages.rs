@@ -17,6 +17,8 @@ use crate::support::helpers::{Reply, TestApp, fetch, spawn_app, spawn_app_limite
 mod account;
 /// Issue 21's inbox: the page, the header's count, the live stream.
 mod inbox;
+/// Issue 23's phase 2: finding and following a community on another server.
+mod joining;
 /// Issue 21's private messages, user blocks and the blocks page.
 mod messages;
 /// Issue 22's pictures in the new-topic and comment forms, JavaScript off.

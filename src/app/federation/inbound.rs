@@ -14,11 +14,12 @@ use serde_json::Value;
 
 use super::{Federation, content, outbound};
 use crate::app::limits::ClientIp;
+use crate::app::moderation::{self, ModRequest};
 use crate::app::posts::{self, Reply};
 use crate::app::topics::{self, Submission};
 use crate::app::{AppError, AppResult, AppState, votes};
 use crate::model::federation::{LocalObject, RemoteActor, same_host};
-use crate::model::{Body, Community, CommunityName, Link, Title, User, VoteTarget};
+use crate::model::{Body, Community, CommunityName, Link, MAX_REASON_CHARS, ModAction, Title, User, VoteTarget};
 use crate::store::{Store, StoreError};
 
 /// Who sent an activity, and to which inbox.
@@ -302,13 +303,47 @@ async fn delete<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
     };
     let Some(community) = community_for(state, sender, local.topic_id).await? else { return Ok(None) };
     let user = acting_user(state, sender.actor).await?;
-    match local.target {
-        VoteTarget::Topic(t) => topics::delete_topic(state, user, t).await?,
-        VoteTarget::Post(p) => {
-            posts::delete_post(state, user, p).await?;
+    let deleted = match local.target {
+        VoteTarget::Topic(t) => topics::delete_topic(state, user, t).await,
+        VoteTarget::Post(p) => posts::delete_post(state, user, p).await.map(|_| ()),
+    };
+    match deleted {
+        Ok(()) => Ok(Some(community)),
+        // Not its author's: a remote community's Group announcing a
+        // removal by one of its moderators (or by itself). The Group
+        // moderates its community here, as its user.
+        Err(e) if e.status() == StatusCode::FORBIDDEN && sender.via.is_some() => {
+            remove_for_group(state, &community, local.target, activity).await?;
+            Ok(Some(community))
         }
+        Err(e) => Err(e),
     }
-    Ok(Some(community))
+}
+
+/// A removal that a remote community's Group announced: made by the
+/// Group's user, the community's moderator here, with the activity's
+/// `summary` (Lemmy's reason) as the reason in the moderation log.
+async fn remove_for_group<S: Store>(
+    state: &AppState<S>,
+    community: &Community,
+    target: VoteTarget,
+    activity: &Value,
+) -> AppResult<()> {
+    let Some(group) = state.store.community_actor(community.name.clone()).await? else {
+        return Err(not_author("only its author or its community's Group removes it"));
+    };
+    let moderator = acting_user(state, &group).await?;
+    let action = match target {
+        VoteTarget::Topic(t) => ModAction::RemoveTopic(t),
+        VoteTarget::Post(p) => ModAction::RemovePost(p),
+    };
+    let reason = activity
+        .get("summary")
+        .and_then(Value::as_str)
+        .map(content::html_to_text)
+        .map(|r| r.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(MAX_REASON_CHARS).collect::<String>())
+        .filter(|r| !r.is_empty());
+    moderation::act(state, moderator, action, ModRequest { reason }).await
 }
 
 /// A vote (`value` 1 `Like`, -1 `Dislike`, 0 its `Undo`) on one of our

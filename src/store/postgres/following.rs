@@ -45,7 +45,8 @@ pub async fn put_remote_community(
         (true, Some((local, host))) => remote_user_name(&format!("{local}-{actor}"), host),
         _ => name.to_owned(),
     };
-    // Its creator is the user its Group acts as: no local user moderates it.
+    // Its creator and only moderator is the user its Group acts as
+    // (`store::sqlite::following` says why).
     let creator = remote_user(c, &group.id, &group.user_name(), now).await?;
     let row = one(
         c,
@@ -54,7 +55,14 @@ pub async fn put_remote_community(
         &[&name, &title, &description, &creator.id, &now.0, &actor],
     )
     .await?;
-    community_by_id(c, col(&row, 0)?).await
+    let id: i64 = col(&row, 0)?;
+    exec(
+        c,
+        "INSERT INTO moderators (community_id, user_id, created_at) VALUES ($1, $2, $3)",
+        &[&id, &creator.id, &now.0],
+    )
+    .await?;
+    community_by_id(c, id).await
 }
 
 async fn community_by_id(c: &impl GenericClient, id: i64) -> StoreResult<Community> {

@@ -47,7 +47,9 @@ pub fn put_remote_community(
         (true, Some((local, host))) => remote_user_name(&format!("{local}-{actor}"), host),
         _ => name.to_owned(),
     };
-    // Its creator is the user its Group acts as: no local user moderates it.
+    // Its creator and only moderator is the user its Group acts as: the
+    // removals its Group announces are made by it; no local user
+    // moderates it.
     let creator = remote_user(conn, &group.id, &group.user_name(), now)?;
     conn.prepare_cached(
         "INSERT INTO communities (name, title, description, created_by, created_at, actor) \
@@ -55,7 +57,11 @@ pub fn put_remote_community(
     )
     .and_then(|mut s| s.execute(params![name, title, description, creator.id, now.0, actor]))
     .map_err(map_err)?;
-    community_by_id(conn, conn.last_insert_rowid())
+    let id = conn.last_insert_rowid();
+    conn.prepare_cached("INSERT INTO moderators (community_id, user_id, created_at) VALUES (?1, ?2, ?3)")
+        .and_then(|mut s| s.execute(params![id, creator.id, now.0]))
+        .map_err(map_err)?;
+    community_by_id(conn, id)
 }
 
 fn community_by_id(conn: &Connection, id: i64) -> StoreResult<Community> {

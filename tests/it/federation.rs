@@ -931,6 +931,22 @@ async fn pith_federation_sets_lists_and_clears_rules_from_the_command_line() {
     store.shutdown().await;
 }
 
+/// The next text message of a live socket, as JSON; fails after 10 s.
+async fn next_text<S>(ws: &mut S) -> Value
+where
+    S: futures_util::Stream<
+            Item = Result<tokio_tungstenite::tungstenite::Message, tokio_tungstenite::tungstenite::Error>,
+        > + Unpin,
+{
+    use futures_util::StreamExt;
+    loop {
+        let msg = tokio::time::timeout(std::time::Duration::from_secs(10), ws.next()).await.expect("a message in time");
+        if let tokio_tungstenite::tungstenite::Message::Text(t) = msg.expect("open").expect("valid") {
+            return serde_json::from_str(&t).expect("json");
+        }
+    }
+}
+
 /// Polls `check` until it gives `Some`, or fails after ~10 s.
 async fn eventually<T, F: std::future::Future<Output = Option<T>>>(what: &str, mut check: impl FnMut() -> F) -> T {
     for _ in 0..400 {
@@ -1033,7 +1049,12 @@ async fn joining_a_remote_community<A: Store, B: Store>(home: TestApp<A>, away: 
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert_eq!(away.read_topic(mirrored, "old").await["posts"].as_array().map(Vec::len), Some(1));
 
-    // Home's user answers ann: the reply reaches away under hers.
+    // Home's user answers ann: the reply reaches away under hers, and
+    // away's live subscribers to the topic get it as any new post.
+    let ws_url = format!("ws://{away_host}/api/v1/live?topics={mirrored}");
+    let (mut live, _) = tokio_tungstenite::connect_async(ws_url).await.expect("live");
+    let greeting = next_text(&mut live).await;
+    assert_eq!(greeting["type"], "subscribed", "{greeting}");
     let home_reply = at_home.target;
     let pith::model::VoteTarget::Post(ann_at_home) = home_reply else { panic!("a post") };
     let answer = home.reply(topic, &bob, Some(ann_at_home), "Welcome!").await;
@@ -1045,6 +1066,9 @@ async fn joining_a_remote_community<A: Store, B: Store>(home: TestApp<A>, away: 
     let posts = away.read_topic(mirrored, "old").await["posts"].clone();
     assert_eq!(posts[1]["body"], "Welcome!");
     assert_eq!(posts[1]["parent_id"], reply);
+    let event = next_text(&mut live).await;
+    assert_eq!((event["type"].as_str(), event["post"]["body"].as_str()), (Some("post"), Some("Welcome!")), "{event}");
+    assert_eq!(event["post"]["author"], format!("bob@{home_host}"));
 
     // Home's moderator removes the answer: its Group announces the
     // removal, which away's copy of the community takes, made by the

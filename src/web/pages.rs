@@ -323,6 +323,9 @@ struct SearchPage {
     ctx: Ctx,
     query: String,
     hits: SearchHits,
+    /// The query looks like `!name@host` and the viewer may look it up
+    /// on its server (signed in, federation on): the "find" button.
+    find_remote: bool,
 }
 
 pub async fn search<S: Store>(
@@ -347,7 +350,11 @@ pub async fn search<S: Store>(
         }
     };
     ctx.q = query.clone();
-    let page = SearchPage { ctx: ctx.clone(), query, hits };
+    let find_remote = ctx.user.is_some()
+        && state.federation.get().is_some()
+        && query.starts_with('!')
+        && join::looks_like_handle(&query);
+    let page = SearchPage { ctx: ctx.clone(), query, hits, find_remote };
     ctx.page(StatusCode::OK, &page)
 }
 

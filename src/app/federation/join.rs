@@ -59,6 +59,12 @@ fn wanted(query: &str) -> AppResult<Wanted> {
     Ok(Wanted::Handle { name: name.to_owned(), host })
 }
 
+/// Whether `query` is a community's handle (`!name@host`, `name@host`):
+/// what the search page offers to look up on its server.
+pub fn looks_like_handle(query: &str) -> bool {
+    matches!(wanted(query), Ok(Wanted::Handle { .. }))
+}
+
 /// The community `query` names: one of ours, or one on another server
 /// found and stored here (fetched again each time, so its title and
 /// description stay current). 400 for a query that names none, 404 for

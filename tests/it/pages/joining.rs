@@ -23,6 +23,12 @@ async fn a_reader_finds_follows_and_unfollows_a_community_on_another_server_with
     assert_eq!(r.status, 400);
     assert!(text(&r).contains("!name@host"), "{}", text(&r));
 
+    // Searching for the handle offers to find it there.
+    let search = format!("/search?q=%21rust%40{host}");
+    assert!(text(&ann.get(&search).await).contains("Find it there"));
+    assert!(!text(&Browser::new(&away).get(&search).await).contains("Find it there"));
+    let r = ann.submit(&search, "/join", &[("q", &format!("!rust@{host}"))]).await;
+    assert_eq!((r.status, r.header("location")), (303, Some(page.as_str())));
     let r = ann.submit("/c", "/join", &[("q", &format!("!rust@{host}"))]).await;
     assert_eq!((r.status, r.header("location")), (303, Some(page.as_str())));
     let html = text(&ann.get(&page).await);

@@ -55,11 +55,11 @@ fn change_of(action: ModAction, done: Moderated) -> Option<Change> {
     }
     let topic_id = done.topic_id;
     Some(match (action, done.post) {
-        (ModAction::RemovePost(post_id), _) => Change::PostRemoved { topic_id, post_id },
+        (ModAction::RemovePost(post_id), _) => Change::PostRemoved { topic_id, post_id, by: None },
         // The live protocol has no "restored": the post comes back as an
         // edit carrying its body, unless its topic is hidden.
         (ModAction::RestorePost(_), Some(post)) if !done.topic_removed && !post.deleted => Change::PostEdited { post },
-        _ => Change::TopicChanged { topic_id },
+        _ => Change::TopicChanged { topic_id, deleted_by: None },
     })
 }
 

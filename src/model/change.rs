@@ -26,14 +26,26 @@ pub enum Change {
     /// its topic is visible): subscribers get the post again.
     PostEdited { post: Post },
     /// A post went from view (deleted by its author, removed by a
-    /// moderator).
-    PostRemoved { topic_id: i64, post_id: i64 },
+    /// moderator). `by`: who deleted it, for a deletion (not a removal),
+    /// which federation sends on as their `Delete` (absent from a node
+    /// that did not say).
+    PostRemoved {
+        topic_id: i64,
+        post_id: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<ByUser>,
+    },
     /// A new topic in its community.
     TopicCreated { topic: Topic },
     /// Anything else that changes how a topic reads (an edit, a deletion,
     /// a removal, a restore, a lock): its renderings are stale, and no
-    /// live event says more than a reload would.
-    TopicChanged { topic_id: i64 },
+    /// live event says more than a reload would. `deleted_by`: who
+    /// deleted it, when that is what happened (as `PostRemoved::by`).
+    TopicChanged {
+        topic_id: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deleted_by: Option<ByUser>,
+    },
     /// A vote's new total; `post_id` is `None` for the topic's own score.
     /// `by`: the vote that made it, which federation sends on as a
     /// `Like`, `Dislike` or `Undo` (absent from a node that did not say).
@@ -61,6 +73,19 @@ pub enum Change {
     AccountDeleted { user_id: i64, topics: Vec<i64> },
 }
 
+/// The user who did something.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ByUser {
+    pub user_id: i64,
+    pub name: String,
+}
+
+impl ByUser {
+    pub fn of(user: &super::User) -> ByUser {
+        ByUser { user_id: user.id, name: user.name.clone() }
+    }
+}
+
 /// Who cast a vote, and what: 1, -1, or 0 (withdrawn).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Voter {
@@ -76,7 +101,7 @@ impl Change {
         match self {
             Change::PostCreated { post, .. } | Change::PostEdited { post } => Some(post.topic_id),
             Change::PostRemoved { topic_id, .. }
-            | Change::TopicChanged { topic_id }
+            | Change::TopicChanged { topic_id, .. }
             | Change::Scored { topic_id, .. } => Some(*topic_id),
             // An account's deletion makes many topics stale: `stale_topics`.
             Change::TopicCreated { .. }
@@ -127,8 +152,8 @@ mod tests {
             Change::PostCreated { post: post(), notify: Some(5), inbox: vec![notified()] },
             Change::Inbox { notified: vec![notified(), Notified { kind: None, ..notified() }] },
             Change::PostEdited { post: post() },
-            Change::PostRemoved { topic_id: 3, post_id: 9 },
-            Change::TopicChanged { topic_id: 3 },
+            Change::PostRemoved { topic_id: 3, post_id: 9, by: None },
+            Change::TopicChanged { topic_id: 3, deleted_by: None },
             Change::Scored { topic_id: 3, post_id: None, score: -2, by: None },
             Change::Scored {
                 topic_id: 3,

@@ -1093,6 +1093,30 @@ async fn joining_a_remote_community<A: Store, B: Store>(home: TestApp<A>, away: 
     assert_eq!(page.status, 200);
     assert!(html.contains(&format!("{}/c/rust", home.addr)) && html.contains("News from home"), "{html}");
 
+    // Ann posts a topic there too, then deletes it and her reply: each
+    // reaches home as her own Create and Delete.
+    let ann_topic = away.topic(&remote_name, &ann, "Asked from away").await;
+    let ann_page = format!("{}/ap/t/{ann_topic}", away.addr);
+    let ann_topic_home = eventually("ann's topic at home", || async {
+        home.state.store.remote_object(ann_page.clone()).await.expect("read").map(|o| o.topic_id)
+    })
+    .await;
+    let t = home.read_topic(ann_topic_home, "old").await;
+    assert_eq!(
+        (t["topic"]["title"].as_str(), t["topic"]["community"].as_str()),
+        (Some("Asked from away"), Some("rust"))
+    );
+    let (status, _) = away.delete(&format!("/api/v1/posts/{reply}"), Some(&ann)).await;
+    assert_eq!(status, 204);
+    let (status, _) = away.delete(&format!("/api/v1/topics/{ann_topic}"), Some(&ann)).await;
+    assert_eq!(status, 204);
+    eventually("ann's deletions at home", || async {
+        let reply_gone = home.read_topic(topic, "old").await["posts"][0]["deleted"] == true;
+        let (_, t) = home.get(&format!("/api/v1/topics/{ann_topic_home}")).await;
+        (reply_gone && t["topic"]["deleted"] == true).then_some(())
+    })
+    .await;
+
     // Unfollowing: home's Group loses its follower; away takes no more.
     let (status, _) = away.delete(&follow_path, Some(&ann)).await;
     assert_eq!(status, 204);

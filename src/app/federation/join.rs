@@ -216,14 +216,15 @@ async fn remote_community<S: Store>(state: &AppState<S>, name: &str) -> AppResul
     }
 }
 
-/// A user's activity, queued for the Group's inbox, signed by the user.
-pub(super) fn to_group(base: &str, user: &User, group: &RemoteActor, activity: &Value) -> NewDelivery {
+/// A user's activity, queued for the Group's inbox, signed by the user
+/// (`user_id`, `name`).
+pub(super) fn to_group(base: &str, user_id: i64, name: &str, group: &RemoteActor, activity: &Value) -> NewDelivery {
     NewDelivery {
         inbox: group.inbox.clone(),
         body: activity.to_string(),
         signer: ActorKind::User,
-        signer_id: user.id,
-        key_id: ids::key(&ids::user(base, &user.name)),
+        signer_id: user_id,
+        key_id: ids::key(&ids::user(base, name)),
     }
 }
 
@@ -243,7 +244,7 @@ pub async fn follow<S: Store>(state: &AppState<S>, fed: &Federation, user: &User
         "object": group.id,
         "to": [group.id],
     });
-    queue::enqueue(state, fed, vec![to_group(&base, user, &group, &follow)]).await?;
+    queue::enqueue(state, fed, vec![to_group(&base, user.id, &user.name, &group, &follow)]).await?;
     Ok(Following::Pending)
 }
 
@@ -262,7 +263,7 @@ pub async fn unfollow<S: Store>(state: &AppState<S>, fed: &Federation, user: &Us
         "object": {"id": follow_id, "type": "Follow", "actor": actor, "object": group.id},
         "to": [group.id],
     });
-    queue::enqueue(state, fed, vec![to_group(&base, user, &group, &undo)]).await?;
+    queue::enqueue(state, fed, vec![to_group(&base, user.id, &user.name, &group, &undo)]).await?;
     Ok(true)
 }
 

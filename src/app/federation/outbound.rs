@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::objects::{PUBLIC, in_reply_to, note_json, object_id, page_json};
 use super::{Federation, follow::activity_id, ids, queue};
 use crate::app::{AppResult, AppState};
-use crate::model::change::Voter;
+use crate::model::change::{ByUser, Voter};
 use crate::model::federation::{ActorKind, NewDelivery, RemoteActor, inboxes, is_remote_name, same_host};
 use crate::model::{Change, Community, Topic, VoteTarget};
 use crate::store::Store;
@@ -24,12 +24,12 @@ use crate::store::Store;
 #[derive(Debug, Clone)]
 enum Out {
     /// A topic created (`true`) or changed: `Create`, `Update` or, once
-    /// deleted or removed, `Delete`.
-    Topic(i64, bool),
+    /// deleted or removed, `Delete`; with who deleted it, if so.
+    Topic(i64, bool, Option<ByUser>),
     /// A post of a topic created (`true`) or edited.
     Post(i64, i64, bool),
-    /// A post gone from view.
-    PostGone(i64, i64),
+    /// A post gone from view; who deleted it, when it was a deletion.
+    PostGone(i64, i64, Option<ByUser>),
     /// A local user's vote on a topic (post `None`) or post.
     Vote(i64, Option<i64>, Voter),
 }
@@ -43,11 +43,11 @@ fn remote_author(author: &Option<String>) -> bool {
 pub fn send<S: Store>(state: &AppState<S>, change: &Change) {
     let Some(fed) = state.federation.get().cloned() else { return };
     let out = match change {
-        Change::TopicCreated { topic } if !remote_author(&topic.author) => Out::Topic(topic.id, true),
-        Change::TopicChanged { topic_id } => Out::Topic(*topic_id, false),
+        Change::TopicCreated { topic } if !remote_author(&topic.author) => Out::Topic(topic.id, true, None),
+        Change::TopicChanged { topic_id, deleted_by } => Out::Topic(*topic_id, false, deleted_by.clone()),
         Change::PostCreated { post, .. } if !remote_author(&post.author) => Out::Post(post.topic_id, post.id, true),
         Change::PostEdited { post } if !remote_author(&post.author) => Out::Post(post.topic_id, post.id, false),
-        Change::PostRemoved { topic_id, post_id } => Out::PostGone(*topic_id, *post_id),
+        Change::PostRemoved { topic_id, post_id, by } => Out::PostGone(*topic_id, *post_id, by.clone()),
         Change::Scored { topic_id, post_id, by: Some(voter), .. } if !is_remote_name(&voter.name) => {
             Out::Vote(*topic_id, *post_id, voter.clone())
         }
@@ -64,7 +64,7 @@ pub fn send<S: Store>(state: &AppState<S>, change: &Change) {
 async fn announce<S: Store>(state: &AppState<S>, fed: &Federation, out: Out) -> AppResult<()> {
     let base = state.web.public_url();
     let topic_id = match out {
-        Out::Topic(t, _) | Out::Post(t, _, _) | Out::PostGone(t, _) | Out::Vote(t, _, _) => t,
+        Out::Topic(t, ..) | Out::Post(t, ..) | Out::PostGone(t, ..) | Out::Vote(t, ..) => t,
     };
     let topic = state.store.topic(topic_id).await?;
     let community = state.store.community(topic.community.clone()).await?;
@@ -83,8 +83,10 @@ async fn announce<S: Store>(state: &AppState<S>, fed: &Federation, out: Out) -> 
 /// A local user's topic, reply, edit or vote in a community on another
 /// server (phase 2): sent to its Group, signed by the user, for the Group
 /// to announce (this server gets it back among the followers, and drops
-/// it: `join::announced`). Deletions and a local moderator's removals stay
-/// here: only the Group's own moderators remove for its followers.
+/// it: `join::announced`). A deletion of something written here is sent
+/// as the `Delete` of whoever deleted it (its author; an administrator's
+/// the Group may refuse); a local moderator's removal stays here: only
+/// the Group's own moderators remove for its followers.
 async fn to_remote_group<S: Store>(
     state: &AppState<S>,
     fed: &Federation,
@@ -95,6 +97,21 @@ async fn to_remote_group<S: Store>(
 ) -> AppResult<()> {
     let Some(group) = state.store.community_actor(community.name.clone()).await? else { return Ok(()) };
     let hidden = topic.deleted || topic.removed || topic.author.is_none();
+    let ours =
+        |target| async move { Ok::<_, crate::app::AppError>(state.store.remote_object_id(target).await?.is_none()) };
+    let deleted = match &out {
+        Out::PostGone(t, p, Some(by)) if ours(VoteTarget::Post(*p)).await? => Some((ids::note(base, *t, *p), by)),
+        Out::Topic(t, false, Some(by)) if ours(VoteTarget::Topic(*t)).await? => Some((ids::topic(base, *t), by)),
+        _ => None,
+    };
+    if let Some((object, by)) = deleted {
+        let actor = ids::user(base, &by.name);
+        let delete = json!({"@context": super::objects::context(), "id": activity_id(&actor, "delete"),
+                            "type": "Delete", "actor": actor, "to": [PUBLIC], "cc": [group.id],
+                            "audience": group.id, "object": object});
+        let delivery = super::join::to_group(base, by.user_id, &by.name, &group, &delete);
+        return queue::enqueue(state, fed, vec![delivery]).await;
+    }
     match out {
         Out::PostGone(..) => return Ok(()),
         Out::Topic(..) if hidden => return Ok(()),
@@ -108,7 +125,7 @@ async fn to_remote_group<S: Store>(
     };
     let Some((user, _)) = state.store.user_credentials(name).await? else { return Ok(()) };
     activity["@context"] = super::objects::context();
-    queue::enqueue(state, fed, vec![super::join::to_group(base, &user, &group, &activity)]).await
+    queue::enqueue(state, fed, vec![super::join::to_group(base, user.id, &user.name, &group, &activity)]).await
 }
 
 /// Announces `activity` (a remote user's, as received and taken by
@@ -200,8 +217,10 @@ async fn activity<S: Store>(
         // A remote user's topic: only a moderator's removal is the Group's
         // to send; its author's own writes were forwarded as they came.
         Out::Topic(..) if remote_topic.is_some() => remote_topic.filter(|_| topic.removed).map(delete),
-        Out::Topic(_, _) if hidden => Some(delete(ids::topic(base, topic.id))),
-        Out::Topic(_, created) => Some(wrap(if created { "Create" } else { "Update" }, page_json(base, topic, group))),
+        Out::Topic(..) if hidden => Some(delete(ids::topic(base, topic.id))),
+        Out::Topic(_, created, _) => {
+            Some(wrap(if created { "Create" } else { "Update" }, page_json(base, topic, group)))
+        }
         Out::Post(..) if hidden => None,
         Out::Post(_, post, created) => {
             let (topic, post, _) = state.store.topic_post(topic.id, post, 0).await?;
@@ -211,7 +230,7 @@ async fn activity<S: Store>(
             let parent = in_reply_to(state, base, &topic, &post).await?;
             Some(wrap(if created { "Create" } else { "Update" }, note_json(base, &topic, &post, &parent, group)))
         }
-        Out::PostGone(_, post) => match state.store.remote_object_id(VoteTarget::Post(post)).await? {
+        Out::PostGone(_, post, _) => match state.store.remote_object_id(VoteTarget::Post(post)).await? {
             Some(remote) => {
                 let (_, post, _) = state.store.topic_post(topic.id, post, 0).await?;
                 (post.removed && !post.deleted).then(|| delete(remote))

@@ -68,11 +68,15 @@ COMMUNITY=interop
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pith-lemmy.XXXXXX")
 PIDS=()
-cleanup() {
+stop_servers() {
     for pid in "${PIDS[@]}"; do
         kill -TERM "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done
+    PIDS=()
+}
+cleanup() {
+    stop_servers
     for db in lemmy_roundtrip_a lemmy_roundtrip_b; do
         psql "$PGURL/postgres" -qc "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
     done
@@ -347,6 +351,28 @@ for w in a b; do
         fail "Announce(Create(Note)) of a Pith reply to Lemmy $w: no comment"
     fi
 done
+# Threads: A's user answers the Pith reply, the Pith member answers A's comment.
+A_NOTE=$(comment_in a "$A_NEW" "A reply on Pith" | jq -r '.comment.id' | head -n 1)
+lemmy a POST /comment "{\"post_id\": ${A_NEW:-0}, \"parent_id\": ${A_NOTE:-0}, \"content\": \"Lemmy answers the Pith reply\"}" >/dev/null
+nested_on_pith() {
+    pith_api GET "/topics/$NEW" | jq -e --arg a "$A_USER" --argjson p "${NOTE:-0}" \
+        '.posts[] | select(.author == $a and .body == "Lemmy answers the Pith reply" and .parent_id == $p)'
+}
+if until_ok 20 nested_on_pith; then pass "Create(Note) from Lemmy a replying to a Pith post: a reply to post $NOTE on Pith"; else
+    fail "Create(Note) from Lemmy a replying to a Pith post: no reply to post $NOTE on Pith"
+fi
+if [ -n "$P_REPLY" ]; then
+    pith_api POST "/topics/$P_TOPIC/posts" "{\"body\": \"Pith answers the Lemmy comment\", \"parent_id\": $P_REPLY}" >/dev/null
+fi
+nested_on_a() {
+    comment_in a "$A_POST_ID" "Pith answers the Lemmy comment" | jq -e --arg c "${A_COMMENT:-0}" '.comment.path | split(".") | index($c) != null'
+}
+if [ -n "$P_REPLY" ] && until_ok 30 nested_on_a; then
+    pass "Announce(Create(Note)) of a Pith reply to a Lemmy comment: under that comment on Lemmy a"
+else
+    fail "Announce(Create(Note)) of a Pith reply to a Lemmy comment: not under it on Lemmy a ($(comment_in a "$A_POST_ID" "Pith answers the Lemmy comment" | jq -c '.comment.path'))"
+fi
+
 if [ -n "$P_TOPIC" ]; then pith_api POST "/topics/$P_TOPIC/vote" '{"value": 1}' >/dev/null; fi
 # Lemmy counts its author's own upvote: 1 before, 2 after.
 if [ -n "$P_TOPIC" ] && until_ok 30 post_of a "${A_POST_ID:-0}" '.post_view.counts.score == 2'; then
@@ -415,11 +441,14 @@ done
 
 echo "== $PASSED passed, $FAILED failed"
 if [ "$FAILED" != 0 ]; then
+    # Stopped first: a log read while its server still writes it was seen
+    # short here (under gVisor), missing its last lines.
+    stop_servers
     echo "== Pith log: deliveries refused or failed"
     grep -E 'WARN|ERROR|refused|dropped' "$WORK/pith.log" | tail -n 20
     for w in a b; do
         echo "== Lemmy $w log: warnings and errors (last 10; fetched documents elided)"
-        grep -E 'WARN|ERROR' "$WORK/lemmy_$w.log" | tail -n 10 | sed -E 's/with content \{.*\}: /with content {...}: /' | cut -c 1-400
+        grep -E 'WARN|ERROR' "$WORK/lemmy_$w.log" | grep -v -e 'Received terminate' -e 'Waiting for' | tail -n 10 | sed -E 's/with content \{.*\}: /with content {...}: /' | cut -c 1-400
     done
     exit 1
 fi

@@ -10,12 +10,12 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::{ap_json, federation, to_page, wants_page};
-use crate::app::federation::objects::{context, group_id, in_reply_to, note_json, page_json, rfc3339};
+use crate::app::federation::objects::{PUBLIC, context, group_id, in_reply_to, note_json, page_json, rfc3339};
 use crate::app::federation::{ids, keys};
 use crate::app::{AppError, AppResult, AppState};
-use crate::model::Community;
 use crate::model::VoteTarget;
 use crate::model::federation::{ActorKind, is_remote_name};
+use crate::model::{Community, Topic};
 use crate::store::{ListTopics, Store, TopicSort};
 
 fn public_key(actor: &str, pem: &str) -> Value {
@@ -87,7 +87,8 @@ pub async fn group<S: Store>(
     Ok(ap_json(group_json(&state.web.public_url(), &c, &key.public_pem)))
 }
 
-/// The community's newest topics, each as the `Create` of its `Page`.
+/// The community's newest topics, each as the Group's `Announce` of the
+/// `Create` of its `Page` (`outbox_item`).
 pub async fn outbox<S: Store>(State(state): State<AppState<S>>, Path(name): Path<String>) -> AppResult<Response> {
     federation(&state)?;
     let base = state.web.public_url();
@@ -105,17 +106,32 @@ pub async fn outbox<S: Store>(State(state): State<AppState<S>>, Path(name): Path
         .iter()
         // A remote user's topics are theirs to publish, at their home.
         .filter(|t| !t.deleted && !t.removed && t.author.as_deref().is_some_and(|a| !is_remote_name(a)))
-        .map(|t| {
-            let page = page_json(&base, t, &ids::community(&base, &c.name));
-            json!({"id": format!("{}/create", ids::topic(&base, t.id)), "type": "Create",
-                   "actor": page["attributedTo"], "to": page["to"], "object": page})
-        })
+        .map(|t| outbox_item(&base, t))
         .collect();
     let id = format!("{}/outbox", ids::community(&base, &c.name));
     Ok(ap_json(json!({
         "@context": context(), "id": id, "type": "OrderedCollection",
         "totalItems": items.len(), "orderedItems": items,
     })))
+}
+
+/// One outbox entry as Lemmy reads a Group's outbox: the Group's
+/// `Announce` of the author's `Create` (Lemmy's
+/// crates/apub/src/protocol/collections/group_outbox.rs takes only
+/// `Announce`s, and a `Create` without `cc` fails to parse; one bad entry
+/// and it takes none of them). The ids are fixed, so a second fetch
+/// repeats the same activities.
+fn outbox_item(base: &str, t: &Topic) -> Value {
+    let group = ids::community(base, &t.community);
+    let topic = ids::topic(base, t.id);
+    let mut page = page_json(base, t, &group);
+    if let Some(o) = page.as_object_mut() {
+        o.remove("@context");
+    }
+    let create = json!({"id": format!("{topic}/create"), "type": "Create", "actor": page["attributedTo"],
+                        "to": [PUBLIC], "cc": [group], "audience": group, "object": page});
+    json!({"id": format!("{topic}/announce"), "type": "Announce", "actor": group, "to": [PUBLIC],
+           "cc": [format!("{group}/followers")], "audience": group, "object": create})
 }
 
 /// Followers are counted, not listed (as Lemmy does).

@@ -249,7 +249,16 @@ async fn discovery_and_documents<S: Store>(app: TestApp<S>) {
     let deeper = get_ap(&app, &format!("/ap/t/{topic}/p/{reply}")).await.json();
     assert_eq!(deeper["inReplyTo"], format!("{base}/ap/t/{topic}/p/{post}"));
     let outbox = get_ap(&app, "/ap/c/rust/outbox").await.json();
-    assert_eq!(outbox["orderedItems"][0]["object"]["id"], format!("{base}/ap/t/{topic}"));
+    // Each entry as Lemmy reads an outbox: the Group's Announce of the
+    // author's Create, both addressed (Lemmy parses none without `cc`).
+    let item = &outbox["orderedItems"][0];
+    assert_eq!((item["type"].as_str(), item["actor"].as_str()), (Some("Announce"), Some(id.as_str())));
+    assert_eq!(item["cc"], json!([format!("{id}/followers")]));
+    assert_eq!(item["object"]["type"], "Create");
+    assert_eq!(item["object"]["actor"], format!("{base}/ap/u/ferris"));
+    assert_eq!(item["object"]["cc"], json!([id]));
+    assert_eq!(item["object"]["object"]["id"], format!("{base}/ap/t/{topic}"));
+    assert_eq!(item["object"]["object"]["@context"], Value::Null);
     let site = get_ap(&app, "/ap/site").await.json();
     assert_eq!(site["type"], "Application");
 }

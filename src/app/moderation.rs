@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::limits::{Action, ClientIp, Who};
 use super::{AppError, AppResult, AppState, apply::apply, commit};
+use crate::model::change::{Acted, How};
 use crate::model::{
     Ban, Change, ModAction, Moderated, Reason, Report, ReportStatus, Timestamp, User, Username, VoteTarget, policy,
 };
@@ -33,9 +34,10 @@ pub struct ModRequest {
 pub async fn act<S: Store>(state: &AppState<S>, actor: User, action: ModAction, req: ModRequest) -> AppResult<()> {
     let reason = Reason::parse(req.reason.as_deref().unwrap_or(""), false)?;
     commit(state, move |st| async move {
+        let given = Some(reason.as_str().to_owned()).filter(|r| !r.is_empty());
         let mut done = st.store.moderate(&actor, action, reason).await?;
         let notified = done.notified.take();
-        if let Some(change) = change_of(action, done) {
+        if let Some(change) = change_of(action, done, &actor, given) {
             apply(&st, change);
         }
         if let Some(n) = notified {
@@ -48,18 +50,23 @@ pub async fn act<S: Store>(state: &AppState<S>, actor: User, action: ModAction, 
     .await
 }
 
-/// What a moderator's action changed, as the rest of the system hears it.
-fn change_of(action: ModAction, done: Moderated) -> Option<Change> {
+/// What a moderator's action changed, as the rest of the system hears it
+/// (with who did it, for federation: `Acted`).
+fn change_of(action: ModAction, done: Moderated, actor: &User, reason: Option<String>) -> Option<Change> {
     if !done.changed {
         return None;
     }
     let topic_id = done.topic_id;
+    let by = |how| Some(Acted::by(actor, how, reason.clone()));
     Some(match (action, done.post) {
-        (ModAction::RemovePost(post_id), _) => Change::PostRemoved { topic_id, post_id, by: None },
+        (ModAction::RemovePost(post_id), _) => Change::PostRemoved { topic_id, post_id, by: by(How::Removed) },
         // The live protocol has no "restored": the post comes back as an
         // edit carrying its body, unless its topic is hidden.
         (ModAction::RestorePost(_), Some(post)) if !done.topic_removed && !post.deleted => Change::PostEdited { post },
-        _ => Change::TopicChanged { topic_id, deleted_by: None },
+        (ModAction::RemoveTopic(_), _) => Change::TopicChanged { topic_id, by: by(How::Removed) },
+        (ModAction::LockTopic(_), _) => Change::TopicChanged { topic_id, by: by(How::Locked) },
+        (ModAction::UnlockTopic(_), _) => Change::TopicChanged { topic_id, by: by(How::Unlocked) },
+        _ => Change::TopicChanged { topic_id, by: None },
     })
 }
 

@@ -3,7 +3,7 @@
 
 use super::limits::{Action, ClientIp, Who};
 use super::{AppResult, AppState, apply::apply, commit, text};
-use crate::model::change::ByUser;
+use crate::model::change::{Acted, How};
 use crate::model::{Body, Change, Post, User};
 use crate::store::{NewPost, Store};
 
@@ -54,7 +54,7 @@ pub async fn edit_post<S: Store>(
 pub async fn delete_post<S: Store>(state: &AppState<S>, user: User, id: i64) -> AppResult<i64> {
     commit(state, move |st| async move {
         let topic_id = st.store.delete_post(&user, id).await?;
-        apply(&st, Change::PostRemoved { topic_id, post_id: id, by: Some(ByUser::of(&user)) });
+        apply(&st, Change::PostRemoved { topic_id, post_id: id, by: Some(Acted::by(&user, How::Deleted, None)) });
         // The pictures it alone showed go.
         super::media::sweep(&st).await;
         Ok(topic_id)

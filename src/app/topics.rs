@@ -4,7 +4,7 @@
 
 use super::limits::{Action, ClientIp, Who};
 use super::{AppResult, AppState, apply::apply, commit, text};
-use crate::model::change::ByUser;
+use crate::model::change::{Acted, How};
 use crate::model::{Body, Change, CommunityName, Link, Title, Topic, User};
 use crate::store::{NewTopic, Store};
 
@@ -71,7 +71,7 @@ pub async fn edit_topic<S: Store>(
     let body = text::render_some(body).await?;
     commit(state, move |st| async move {
         let topic = st.store.edit_topic(&user, id, body).await?;
-        apply(&st, Change::TopicChanged { topic_id: id, deleted_by: None });
+        apply(&st, Change::TopicChanged { topic_id: id, by: None });
         Ok(topic)
     })
     .await
@@ -81,7 +81,7 @@ pub async fn edit_topic<S: Store>(
 pub async fn delete_topic<S: Store>(state: &AppState<S>, user: User, id: i64) -> AppResult<()> {
     commit(state, move |st| async move {
         st.store.delete_topic(&user, id).await?;
-        apply(&st, Change::TopicChanged { topic_id: id, deleted_by: Some(ByUser::of(&user)) });
+        apply(&st, Change::TopicChanged { topic_id: id, by: Some(Acted::by(&user, How::Deleted, None)) });
         // The pictures it alone showed go.
         super::media::sweep(&st).await;
         Ok(())

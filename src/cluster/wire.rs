@@ -43,7 +43,7 @@ mod tests {
     #[test]
     fn every_message_round_trips_through_json() {
         let msgs = [
-            Msg::Change { change: Box::new(Change::TopicChanged { topic_id: 7, deleted_by: None }) },
+            Msg::Change { change: Box::new(Change::TopicChanged { topic_id: 7, by: None }) },
             Msg::Change { change: Box::new(Change::PostRemoved { topic_id: 7, post_id: 70, by: None }) },
             Msg::Change { change: Box::new(Change::TokensRevoked { user_id: 3 }) },
             // The voter rides along for federation (`outbound`).

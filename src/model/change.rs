@@ -26,25 +26,25 @@ pub enum Change {
     /// its topic is visible): subscribers get the post again.
     PostEdited { post: Post },
     /// A post went from view (deleted by its author, removed by a
-    /// moderator). `by`: who deleted it, for a deletion (not a removal),
-    /// which federation sends on as their `Delete` (absent from a node
-    /// that did not say).
+    /// moderator). `by`: who did which, which federation sends on as
+    /// their `Delete` (absent from a node that did not say).
     PostRemoved {
         topic_id: i64,
         post_id: i64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        by: Option<ByUser>,
+        by: Option<Acted>,
     },
     /// A new topic in its community.
     TopicCreated { topic: Topic },
     /// Anything else that changes how a topic reads (an edit, a deletion,
     /// a removal, a restore, a lock): its renderings are stale, and no
-    /// live event says more than a reload would. `deleted_by`: who
-    /// deleted it, when that is what happened (as `PostRemoved::by`).
+    /// live event says more than a reload would. `by`: who deleted,
+    /// removed, locked or unlocked it, when that is what happened (as
+    /// `PostRemoved::by`; federation sends their `Delete` or `Lock`).
     TopicChanged {
         topic_id: i64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        deleted_by: Option<ByUser>,
+        by: Option<Acted>,
     },
     /// A vote's new total; `post_id` is `None` for the topic's own score.
     /// `by`: the vote that made it, which federation sends on as a
@@ -73,16 +73,32 @@ pub enum Change {
     AccountDeleted { user_id: i64, topics: Vec<i64> },
 }
 
-/// The user who did something.
+/// Who took a topic or post from view, or locked it, and how: what
+/// federation needs to send it on as that user's activity.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ByUser {
+pub struct Acted {
     pub user_id: i64,
     pub name: String,
+    pub how: How,
+    /// A moderator's reason, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
-impl ByUser {
-    pub fn of(user: &super::User) -> ByUser {
-        ByUser { user_id: user.id, name: user.name.clone() }
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum How {
+    /// By its author (or an administrator).
+    Deleted,
+    /// By a moderator.
+    Removed,
+    Locked,
+    Unlocked,
+}
+
+impl Acted {
+    pub fn by(user: &super::User, how: How, reason: Option<String>) -> Acted {
+        Acted { user_id: user.id, name: user.name.clone(), how, reason }
     }
 }
 
@@ -153,7 +169,7 @@ mod tests {
             Change::Inbox { notified: vec![notified(), Notified { kind: None, ..notified() }] },
             Change::PostEdited { post: post() },
             Change::PostRemoved { topic_id: 3, post_id: 9, by: None },
-            Change::TopicChanged { topic_id: 3, deleted_by: None },
+            Change::TopicChanged { topic_id: 3, by: None },
             Change::Scored { topic_id: 3, post_id: None, score: -2, by: None },
             Change::Scored {
                 topic_id: 3,

@@ -4,7 +4,8 @@
 # through its HTTP API (v3), Pith through its own. A's user follows a Pith
 # community, posts, comments, votes, edits and deletes in it; B's user
 # only follows, and must get A's writes through Pith's Group (FEP-1b12);
-# both get the Pith member's. Not part of ./test.sh: it needs a Lemmy
+# both get the Pith member's. Then the other way round (phase 2): the Pith
+# member joins a community hosted by Lemmy A, reads, replies, votes, leaves. Not part of ./test.sh: it needs a Lemmy
 # binary (LEMMY_BIN, required; this script never builds Lemmy), a
 # PostgreSQL for Lemmy and three host names for loopback addresses.
 #
@@ -393,7 +394,7 @@ curl -sS -o /dev/null -X POST "$PITH_URL/api/v1/topics/$NEW/lock" -H "authorizat
 if [ -n "$A_NEW" ] && until_ok 15 post_of a "$A_NEW" '.post_view.post.locked == true'; then
     pass "lock on Pith: the Lemmy post is locked"
 else
-    fail "lock on Pith: the Lemmy post is not locked (Pith sends an Update(Page) with commentsEnabled false; Lemmy 0.19 takes a moderator's Lock)"
+    fail "lock on Pith: the Lemmy post is not locked (Lemmy 0.19 takes the moderator's Lock)"
 fi
 if [ -n "$P_REPLY" ]; then
     curl -sS -o /dev/null -X POST "$PITH_URL/api/v1/posts/$P_REPLY/remove" -H "authorization: Bearer $PITH_TOKEN" \
@@ -403,13 +404,13 @@ removed_in_a() { lemmy a GET "/comment/list?post_id=${A_POST_ID:-0}&type_=All" |
 if [ -n "$P_REPLY" ] && until_ok 15 removed_in_a; then
     pass "removal on Pith of Lemmy a's comment: removed on Lemmy a"
 else
-    fail "removal on Pith of Lemmy a's comment: not removed on Lemmy a (Pith sends the Group's Delete; Lemmy takes a moderator's, with summary)"
+    fail "removal on Pith of Lemmy a's comment: not removed on Lemmy a (Lemmy takes the moderator's Delete, with summary)"
 fi
 curl -sS -o /dev/null -X DELETE "$PITH_URL/api/v1/topics/$NEW" -H "authorization: Bearer $PITH_TOKEN"
 if [ -n "$A_NEW" ] && until_ok 15 post_of a "$A_NEW" '.post_view.post.deleted == true'; then
     pass "deletion on Pith: the Lemmy post is deleted"
 else
-    fail "deletion on Pith: the Lemmy post is not deleted (Pith sends the Group's Delete; Lemmy takes the author's)"
+    fail "deletion on Pith: the Lemmy post is not deleted (Lemmy takes the author's Delete)"
 fi
 
 # --- A's user deletes its post; Pith deletes the topic and B hears of it.
@@ -425,6 +426,62 @@ if until_ok 30 post_of b "${B_POST_ID:-0}" '.post_view.post.deleted == true'; th
     pass "Announce(Delete by Lemmy a's user) to Lemmy b: the post is deleted"
 else
     fail "Announce(Delete by Lemmy a's user) to Lemmy b: the post is not deleted"
+fi
+
+# --- Phase 2: the Pith member joins a community hosted by Lemmy a, gets
+# its posts through its Group's Announces, replies and votes there, and
+# leaves.
+LC=$(lemmy a POST /community '{"name": "lemmings", "title": "Lemmings"}' | jq -r '.community_view.community.id // empty')
+HANDLE="lemmings@$LEMMY_HOST:$A_PORT"
+REMOTE=$(pith_api POST /resolve "{\"q\": \"!$HANDLE\"}" | jq -r '.name // empty')
+if [ -n "$LC" ] && [ "$REMOTE" = "$HANDLE" ]; then
+    pass "Pith resolves !$HANDLE (WebFinger, then Lemmy's Group): community $REMOTE"
+else
+    fail "Pith resolves !$HANDLE: got '$REMOTE' (Lemmy community '$LC')"
+fi
+pith_api POST "/communities/$REMOTE/follow" >/dev/null
+followed() { pith_api GET "/communities/$REMOTE/follow" | jq -e '.following == "accepted"'; }
+if [ -n "$REMOTE" ] && until_ok 30 followed; then
+    pass "Follow from the Pith member to Lemmy a's Group: accepted"
+else
+    fail "Follow from the Pith member to Lemmy a's Group: $(pith_api GET "/communities/$REMOTE/follow")"
+fi
+subscribers() { lemmy a GET "/community?id=${LC:-0}" | jq '.community_view.counts.subscribers'; }
+SUBSCRIBED=$(subscribers)
+LP=$(lemmy a POST /post "{\"name\": \"Posted in a Lemmy community\", \"body\": \"Hello *Pith*\", \"community_id\": ${LC:-0}}" |
+    jq -r '.post_view.post.id // empty')
+remote_topic() {
+    pith_api GET "/communities/$REMOTE/topics?sort=new" |
+        jq -e '[.topics[] | select(.title == "Posted in a Lemmy community")] | if length == 1 then .[0].id else empty end'
+}
+PT=
+if [ -n "$LP" ] && until_ok 30 remote_topic >/dev/null; then
+    PT=$(remote_topic)
+    pass "Announce(Create(Page)) from Lemmy a's Group: Pith topic $PT in $REMOTE (once, though Lemmy announces it twice)"
+else
+    fail "Lemmy a's post in its own community did not reach Pith: $(pith_api GET "/communities/$REMOTE/topics?sort=new" | head -c 300)"
+fi
+if [ -n "$PT" ]; then
+    pith_api POST "/topics/$PT/posts" '{"body": "A reply from *Pith*"}' >/dev/null
+    pith_api POST "/topics/$PT/vote" '{"value": 1}' >/dev/null
+fi
+lemmy_comment() { lemmy a GET "/comment/list?post_id=${LP:-0}&type_=All" | jq -e '.comments[] | select(.comment.content == "A reply from *Pith*")'; }
+if [ -n "$PT" ] && until_ok 30 lemmy_comment >/dev/null; then
+    pass "the Pith member's reply reaches Lemmy a's Group: a comment on its post"
+else
+    fail "the Pith member's reply is not on Lemmy a: $(lemmy a GET "/comment/list?post_id=${LP:-0}&type_=All" | head -c 300)"
+fi
+if [ -n "$PT" ] && until_ok 30 post_of a "${LP:-0}" '.post_view.counts.score == 2' >/dev/null; then
+    pass "the Pith member's vote reaches Lemmy a's Group: its post's score is 2 (its author's and the Pith member's)"
+else
+    fail "the Pith member's vote: Lemmy a's post has score $(lemmy a GET "/post?id=${LP:-0}" | jq '.post_view.counts.score')"
+fi
+pith_api DELETE "/communities/$REMOTE/follow" >/dev/null
+unsubscribed() { [ "$(subscribers)" = "$((SUBSCRIBED - 1))" ]; }
+if [ -n "$SUBSCRIBED" ] && until_ok 30 unsubscribed; then
+    pass "Undo(Follow) from the Pith member: Lemmy a counts $((SUBSCRIBED - 1)) subscribers"
+else
+    fail "Undo(Follow) from the Pith member: Lemmy a counts $(subscribers) subscribers (was $SUBSCRIBED)"
 fi
 
 # --- Unfollow.

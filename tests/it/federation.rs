@@ -377,8 +377,18 @@ async fn inbox_checks_and_follows<S: Store>(app: TestApp<S>) {
         })
         .collect();
     seen.sort();
-    let want = [("Create", "Note"), ("Create", "Page"), ("Delete", "Tombstone"), ("Update", "Note")];
+    // The deletion is its author's `Delete` of the Note's id (as Lemmy
+    // takes it), not the Group's.
+    let want = [("Create", "Note"), ("Create", "Page"), ("Delete", ""), ("Update", "Note")];
     assert_eq!(seen, want.map(|(a, b)| (a.to_owned(), b.to_owned())));
+    let delete = got[2..]
+        .iter()
+        .map(|(_, body)| serde_json::from_slice::<Value>(body).expect("json"))
+        .find(|a| a["object"]["type"] == "Delete")
+        .expect("the deletion");
+    assert_eq!(delete["object"]["actor"], format!("{}/ap/u/ferris", app.addr));
+    assert_eq!(delete["object"]["object"], format!("{}/ap/t/{topic}/p/{post}", app.addr));
+    assert!(delete["object"].get("summary").is_none(), "a deletion has no summary: {delete}");
     let create_page = got[2..]
         .iter()
         .map(|(_, body)| serde_json::from_slice::<Value>(body).expect("json"))
@@ -717,13 +727,28 @@ async fn remote_content<S: Store>(app: TestApp<S>) {
         (Some("Undo"), Some("Like"))
     );
 
-    // A moderator removes the remote topic: the Group's Delete of its id.
+    // A moderator locks, unlocks and removes the remote topic: their own
+    // Lock, its Undo and their Delete of its id with the reason as
+    // `summary` (which tells Lemmy it is a removal), each announced.
+    for action in ["lock", "unlock"] {
+        let (status, body) =
+            app.post(&format!("/api/v1/topics/{topic}/{action}"), Some(&app.admin_token), json!({})).await;
+        assert_eq!(status, 204, "{body}");
+    }
     let (status, body) =
         app.post(&format!("/api/v1/topics/{topic}/remove"), Some(&app.admin_token), json!({"reason": "spam"})).await;
     assert_eq!(status, 204, "{body}");
-    let seen = other.wait_for(3 + want.len() + 3).await;
-    let last = announced(&seen, seen.len() - 1);
-    assert_eq!(last, [("Delete".to_owned(), group.clone(), page_id.clone())]);
+    let admin = format!("{}/ap/u/admin", app.addr);
+    let seen = other.wait_for(3 + want.len() + 5).await;
+    let last: Vec<Value> =
+        seen[seen.len() - 3..].iter().map(|(_, b)| serde_json::from_slice::<Value>(b).expect("json")).collect();
+    let lock = last.iter().find(|a| a["object"]["type"] == "Lock").expect("the Lock");
+    assert_eq!((&lock["object"]["actor"], &lock["object"]["object"]), (&json!(admin), &json!(page_id)));
+    let unlock = last.iter().find(|a| a["object"]["type"] == "Undo").expect("the Undo(Lock)");
+    assert_eq!(unlock["object"]["object"]["type"], "Lock");
+    let removal = last.iter().find(|a| a["object"]["type"] == "Delete").expect("the removal");
+    assert_eq!((&removal["object"]["actor"], &removal["object"]["object"]), (&json!(admin), &json!(page_id)));
+    assert_eq!(removal["object"]["summary"], "spam");
 
     // Banned from the community, the remote user's Create is refused.
     let (status, body) = app

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::objects::{PUBLIC, in_reply_to, note_json, object_id, page_json};
 use super::{Federation, follow::activity_id, ids, queue};
 use crate::app::{AppResult, AppState};
-use crate::model::change::{ByUser, Voter};
+use crate::model::change::{Acted, How, Voter};
 use crate::model::federation::{ActorKind, NewDelivery, RemoteActor, inboxes, is_remote_name, same_host};
 use crate::model::{Change, Community, Topic, VoteTarget};
 use crate::store::Store;
@@ -23,13 +23,13 @@ use crate::store::Store;
 /// What a change sends, by the ids it names.
 #[derive(Debug, Clone)]
 enum Out {
-    /// A topic created (`true`) or changed: `Create`, `Update` or, once
-    /// deleted or removed, `Delete`; with who deleted it, if so.
-    Topic(i64, bool, Option<ByUser>),
+    /// A topic created (`true`) or changed: `Create`, `Update`, or who
+    /// deleted, removed, locked or unlocked it (`Change`'s `Acted`).
+    Topic(i64, bool, Option<Acted>),
     /// A post of a topic created (`true`) or edited.
     Post(i64, i64, bool),
-    /// A post gone from view; who deleted it, when it was a deletion.
-    PostGone(i64, i64, Option<ByUser>),
+    /// A post gone from view; who deleted or removed it.
+    PostGone(i64, i64, Option<Acted>),
     /// A local user's vote on a topic (post `None`) or post.
     Vote(i64, Option<i64>, Voter),
 }
@@ -44,7 +44,7 @@ pub fn send<S: Store>(state: &AppState<S>, change: &Change) {
     let Some(fed) = state.federation.get().cloned() else { return };
     let out = match change {
         Change::TopicCreated { topic } if !remote_author(&topic.author) => Out::Topic(topic.id, true, None),
-        Change::TopicChanged { topic_id, deleted_by } => Out::Topic(*topic_id, false, deleted_by.clone()),
+        Change::TopicChanged { topic_id, by } => Out::Topic(*topic_id, false, by.clone()),
         Change::PostCreated { post, .. } if !remote_author(&post.author) => Out::Post(post.topic_id, post.id, true),
         Change::PostEdited { post } if !remote_author(&post.author) => Out::Post(post.topic_id, post.id, false),
         Change::PostRemoved { topic_id, post_id, by } => Out::PostGone(*topic_id, *post_id, by.clone()),
@@ -100,20 +100,22 @@ async fn to_remote_group<S: Store>(
     let ours =
         |target| async move { Ok::<_, crate::app::AppError>(state.store.remote_object_id(target).await?.is_none()) };
     let deleted = match &out {
-        Out::PostGone(t, p, Some(by)) if ours(VoteTarget::Post(*p)).await? => Some((ids::note(base, *t, *p), by)),
-        Out::Topic(t, false, Some(by)) if ours(VoteTarget::Topic(*t)).await? => Some((ids::topic(base, *t), by)),
+        Out::PostGone(t, p, Some(by)) if by.how == How::Deleted && ours(VoteTarget::Post(*p)).await? => {
+            Some((ids::note(base, *t, *p), by))
+        }
+        Out::Topic(t, false, Some(by)) if by.how == How::Deleted && ours(VoteTarget::Topic(*t)).await? => {
+            Some((ids::topic(base, *t), by))
+        }
         _ => None,
     };
     if let Some((object, by)) = deleted {
-        let actor = ids::user(base, &by.name);
-        let delete = json!({"@context": super::objects::context(), "id": activity_id(&actor, "delete"),
-                            "type": "Delete", "actor": actor, "to": [PUBLIC], "cc": [group.id],
-                            "audience": group.id, "object": object});
+        let mut delete = by_person(base, &group.id, by, object);
+        delete["@context"] = super::objects::context();
         let delivery = super::join::to_group(base, by.user_id, &by.name, &group, &delete);
         return queue::enqueue(state, fed, vec![delivery]).await;
     }
     match out {
-        Out::PostGone(..) => return Ok(()),
+        Out::PostGone(..) | Out::Topic(_, _, Some(_)) => return Ok(()),
         Out::Topic(..) if hidden => return Ok(()),
         Out::Topic(..) if state.store.remote_object_id(VoteTarget::Topic(topic.id)).await?.is_some() => return Ok(()),
         _ => {}
@@ -184,9 +186,11 @@ async fn queue_announce<S: Store>(
     queue::enqueue(state, fed, deliveries).await
 }
 
-/// The activity `out` stands for, by its author (a deletion by the
-/// Group); `None` when there is nothing to say (a topic changed while
-/// hidden, a post that is not there, a remote user's own write).
+/// The activity `out` stands for, by its author, or by whoever deleted,
+/// removed, locked or unlocked it (`by_person`; the Group's `Delete` when
+/// a node did not say who); `None` when there is nothing to say (a topic
+/// changed while hidden, a post that is not there, a remote user's own
+/// write).
 async fn activity<S: Store>(
     state: &AppState<S>,
     base: &str,
@@ -213,7 +217,14 @@ async fn activity<S: Store>(
         Out::Topic(..) => state.store.remote_object_id(VoteTarget::Topic(topic.id)).await?,
         _ => None,
     };
+    let topic_id = remote_topic.clone().unwrap_or_else(|| ids::topic(base, topic.id));
     Ok(match out {
+        // A remote user's own deletion was forwarded as it came.
+        Out::Topic(_, _, Some(by)) | Out::PostGone(_, _, Some(by)) if is_remote_name(&by.name) => None,
+        Out::Topic(_, _, Some(by)) if matches!(by.how, How::Locked | How::Unlocked) => {
+            (!hidden).then(|| by_person(base, group, &by, topic_id))
+        }
+        Out::Topic(_, _, Some(by)) if hidden => Some(by_person(base, group, &by, topic_id)),
         // A remote user's topic: only a moderator's removal is the Group's
         // to send; its author's own writes were forwarded as they came.
         Out::Topic(..) if remote_topic.is_some() => remote_topic.filter(|_| topic.removed).map(delete),
@@ -230,7 +241,11 @@ async fn activity<S: Store>(
             let parent = in_reply_to(state, base, &topic, &post).await?;
             Some(wrap(if created { "Create" } else { "Update" }, note_json(base, &topic, &post, &parent, group)))
         }
-        Out::PostGone(_, post, _) => match state.store.remote_object_id(VoteTarget::Post(post)).await? {
+        Out::PostGone(_, post, Some(by)) => {
+            let object = object_id(state, base, VoteTarget::Post(post), topic.id).await?;
+            Some(by_person(base, group, &by, object))
+        }
+        Out::PostGone(_, post, None) => match state.store.remote_object_id(VoteTarget::Post(post)).await? {
             Some(remote) => {
                 let (_, post, _) = state.store.topic_post(topic.id, post, 0).await?;
                 (post.removed && !post.deleted).then(|| delete(remote))
@@ -243,6 +258,30 @@ async fn activity<S: Store>(
             Some(vote(base, group, &voter, object))
         }
     })
+}
+
+/// What `by` did to `object` as Lemmy takes it
+/// (crates/apub/assets/lemmy/activities/deletion, community/lock_page.json):
+/// a deletion as the deleter's `Delete`; a moderator's removal as the
+/// moderator's `Delete` with a `summary` (the reason), which is what
+/// tells Lemmy it is a removal; a lock as their `Lock`, and an unlock as
+/// its `Undo`.
+fn by_person(base: &str, group: &str, by: &Acted, object: String) -> Value {
+    let actor = ids::user(base, &by.name);
+    let make = |kind: &str, object: Value| {
+        json!({"id": activity_id(&actor, &kind.to_ascii_lowercase()), "type": kind, "actor": actor,
+               "to": [PUBLIC], "cc": [group], "audience": group, "object": object})
+    };
+    match by.how {
+        How::Deleted => make("Delete", json!(object)),
+        How::Removed => {
+            let mut delete = make("Delete", json!(object));
+            delete["summary"] = json!(by.reason.clone().unwrap_or_else(|| "Removed by a moderator".into()));
+            delete
+        }
+        How::Locked => make("Lock", json!(object)),
+        How::Unlocked => make("Undo", make("Lock", json!(object))),
+    }
 }
 
 /// A local user's vote as Lemmy sends one (crates/apub/activities/src/voting):

@@ -199,7 +199,7 @@ async fn api_edit_topic<S: Store>(
 ) -> AppResult<Response> {
     let body = req.body.ok_or_else(|| AppError::Validation("body is required (null or \"\" clears it)".into()))?;
     let body = body.as_deref().filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?;
-    Ok(axum::Json(edit_topic(&state, auth.user, ip, id, body).await?).into_response())
+    Ok(axum::Json(edit_topic(&state, auth.user, ip, id, body, None).await?).into_response())
 }
 
 async fn api_delete_topic<S: Store>(

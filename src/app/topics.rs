@@ -58,19 +58,22 @@ pub async fn create_topic<S: Store>(
     .await
 }
 
-/// Sets or clears (`None`) a topic's body: the rate limit, the rendering,
-/// the write.
+/// Sets or clears (`None`) a topic's body, and sets its title when given
+/// (only a remote author's `Update` gives one: titles are not edited
+/// here, as on Reddit): the rate limit, the rendering, the write.
 pub async fn edit_topic<S: Store>(
     state: &AppState<S>,
     user: User,
     ip: ClientIp,
     id: i64,
     body: Option<Body>,
+    title: Option<Title>,
 ) -> AppResult<Topic> {
     state.limits.check(Action::Edit, ip, Who::User(user.id))?;
     let body = text::render_some(body).await?;
+    let title = title.map(|t| t.as_str().to_owned());
     commit(state, move |st| async move {
-        let topic = st.store.edit_topic(&user, id, body).await?;
+        let topic = st.store.edit_topic(&user, id, body, title).await?;
         apply(&st, Change::TopicChanged { topic_id: id, by: None });
         Ok(topic)
     })

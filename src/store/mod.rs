@@ -340,7 +340,15 @@ pub trait Store: Send + Sync + 'static {
         limit: PageLimit,
     ) -> impl Future<Output = StoreResult<(Topic, Vec<Post>, bool)>> + Send;
     fn create_topic(&self, author: &User, new: NewTopic) -> impl Future<Output = StoreResult<Topic>> + Send;
-    fn edit_topic(&self, actor: &User, id: i64, body: Option<Text>) -> impl Future<Output = StoreResult<Topic>> + Send;
+    /// Sets (or clears) a topic's body, and its title when given (a
+    /// remote author's `Update`: local titles are not edited).
+    fn edit_topic(
+        &self,
+        actor: &User,
+        id: i64,
+        body: Option<Text>,
+        title: Option<String>,
+    ) -> impl Future<Output = StoreResult<Topic>> + Send;
     fn delete_topic(&self, actor: &User, id: i64) -> impl Future<Output = StoreResult<()>> + Send;
     fn create_post(&self, author: &User, new: NewPost) -> impl Future<Output = StoreResult<Post>> + Send;
     fn edit_post(&self, actor: &User, id: i64, body: Text) -> impl Future<Output = StoreResult<Post>> + Send;

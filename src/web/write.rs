@@ -193,7 +193,7 @@ pub async fn edit_topic<S: Store>(
     };
     let done = async {
         let body = Some(form.body.as_str()).filter(|b| !b.trim().is_empty()).map(Body::parse).transpose()?;
-        topics::edit_topic(&state, user, ip, id, body).await
+        topics::edit_topic(&state, user, ip, id, body, None).await
     };
     match done.await {
         Ok(_) => see_other(&format!("/t/{id}")),

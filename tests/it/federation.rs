@@ -652,10 +652,12 @@ async fn remote_content<S: Store>(app: TestApp<S>) {
     let refused = deliver(&remote, &app, inbox, &activity(&remote, &group, "Create", 5, late)).await;
     assert_eq!((refused.status, refused.json()["error"]["code"].as_str()), (403, Some("topic_locked")));
 
-    // An Update by its author replaces the body; one from another server
-    // (claiming the Page as its own) is refused and changes nothing.
+    // An Update by its author replaces the body and the title; one from
+    // another server (claiming the Page as its own) is refused and changes
+    // nothing.
     let mut edited = page.clone();
     edited["source"]["content"] = json!("Edited from afar");
+    edited["name"] = json!("Retitled from afar");
     assert_eq!(
         deliver(&remote, &app, inbox, &activity(&remote, &group, "Update", 1, edited.clone())).await.status,
         202
@@ -665,7 +667,14 @@ async fn remote_content<S: Store>(app: TestApp<S>) {
     stolen["source"]["content"] = json!("Defaced");
     let refused = deliver(&other, &app, inbox, &activity(&other, &group, "Update", 1, stolen)).await;
     assert_eq!((refused.status, refused.json()["error"]["code"].as_str()), (403, Some("not_author")));
-    assert_eq!(app.read_topic(topic, "old").await["topic"]["body"], "Edited from afar");
+    let t = app.read_topic(topic, "old").await;
+    assert_eq!(
+        (t["topic"]["body"].as_str(), t["topic"]["title"].as_str()),
+        (Some("Edited from afar"), Some("Retitled from afar"))
+    );
+    // And a search finds it by its new title.
+    let (_, found) = app.get("/api/v1/search?q=retitled").await;
+    assert_eq!(found["hits"][0]["topic"]["id"], topic, "{found}");
 
     // Votes: a Like of a local topic, a Dislike of the Page and its Undo.
     let like = activity(&remote, &group, "Like", 1, json!(format!("{}/ap/t/{local_topic}", app.addr)));

@@ -249,9 +249,10 @@ pub async fn story<S: Store>(store: &S) {
         store.edit_post(&alice, p1.id, Text::render(body("[link removed]"))).await.expect("an admin may edit");
     assert_eq!(moderated.author.as_deref(), Some("carol"));
     assert!(matches!(store.edit_post(&bob, i64::MAX, Text::render(body("x"))).await, Err(StoreError::NotFound(_))));
-    let refused = store.edit_topic(&carol, cards.id, Some(Text::render(body("mine now")))).await;
+    let refused = store.edit_topic(&carol, cards.id, Some(Text::render(body("mine now"))), None).await;
     assert!(matches!(refused, Err(StoreError::Forbidden(_))), "{refused:?}");
-    let topic = store.edit_topic(&bob, cards.id, Some(Text::render(body("Which microSD card?")))).await.expect("edit");
+    let topic =
+        store.edit_topic(&bob, cards.id, Some(Text::render(body("Which microSD card?"))), None).await.expect("edit");
     assert_eq!((topic.body.as_deref(), topic.score, topic.post_count), (Some("Which microSD card?"), 2, 3));
     assert!(topic.edited_at.is_some());
 
@@ -291,7 +292,7 @@ pub async fn story<S: Store>(store: &S) {
     let late = store.create_post(&bob, reply(cases.id, None, "late")).await;
     assert!(matches!(late, Err(StoreError::Invalid(_))), "{late:?}");
     assert!(matches!(store.vote(&bob, VoteTarget::Topic(cases.id), 1).await, Err(StoreError::Invalid(_))));
-    assert!(matches!(store.edit_topic(&carol, cases.id, None).await, Err(StoreError::NotFound(_))));
+    assert!(matches!(store.edit_topic(&carol, cases.id, None, None).await, Err(StoreError::NotFound(_))));
 
     // Edits store the new HTML; deletes drop it with the source.
     let (topic, posts) = store.topic_with_posts(cards.id, PostSort::Old).await.expect("read");

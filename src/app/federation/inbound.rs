@@ -264,7 +264,7 @@ async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
 }
 
 /// `Update` of a `Page` or `Note` that came from the sender: its body
-/// replaced (a `Page`'s title stays, as a local topic's does).
+/// replaced, and a `Page`'s title (Lemmy's authors may edit theirs).
 async fn update<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &Value) -> AppResult<Option<Community>> {
     let (object, id) = own_object(activity, sender)?;
     let Some(local) = state.store.remote_object(id.clone()).await? else {
@@ -277,7 +277,8 @@ async fn update<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
     match local.target {
         VoteTarget::Topic(t) => {
             let body = body.map(|b| Body::parse(&b)).transpose()?;
-            topics::edit_topic(state, user, sender.ip, t, body).await?;
+            let title = object.get("name").and_then(Value::as_str).map(Title::parse).transpose()?;
+            topics::edit_topic(state, user, sender.ip, t, body, title).await?;
         }
         VoteTarget::Post(p) => {
             let body = Body::parse(&body.ok_or_else(|| bad("the Note has no content"))?)?;

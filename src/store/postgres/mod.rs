@@ -224,11 +224,11 @@ impl Store for PgStore {
         write!(self, |c| writes::create_topic(c, author, &new, new.body.as_ref().map(Text::html), now))
     }
 
-    async fn edit_topic(&self, actor: &User, id: i64, body: Option<Text>) -> StoreResult<Topic> {
+    async fn edit_topic(&self, actor: &User, id: i64, body: Option<Text>, title: Option<String>) -> StoreResult<Topic> {
         let now = Timestamp::now();
         let media = body.as_ref().map_or(&[][..], Text::media);
         let body = body.as_ref().map(|text| (text.as_str(), text.html()));
-        write!(self, |c| writes::edit_topic(c, actor, id, body, media, now))
+        write!(self, |c| writes::edit_topic(c, actor, id, body, title.as_deref(), media, now))
     }
 
     async fn delete_topic(&self, actor: &User, id: i64) -> StoreResult<()> {

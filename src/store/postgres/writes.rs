@@ -201,6 +201,7 @@ pub async fn edit_topic(
     actor: &User,
     id: i64,
     body: Option<(&str, &str)>,
+    title: Option<&str>,
     media: &[String],
     now: Timestamp,
 ) -> StoreResult<Topic> {
@@ -209,8 +210,8 @@ pub async fn edit_topic(
     let (source, html) = body.unzip();
     exec(
         c,
-        "UPDATE topics SET body = $1, body_html = $2, edited_at = $3 WHERE id = $4",
-        &[&source, &html, &now.0, &id],
+        "UPDATE topics SET body = $1, body_html = $2, edited_at = $3, title = coalesce($5, title) WHERE id = $4",
+        &[&source, &html, &now.0, &id, &title],
     )
     .await?;
     reads::topic(c, id).await

@@ -275,13 +275,13 @@ impl Store for SqliteStore {
         self.writer.write(move |c| writes::create_topic(c, &author, &new, new.body.as_ref().map(Text::html), now)).await
     }
 
-    async fn edit_topic(&self, actor: &User, id: i64, body: Option<Text>) -> StoreResult<Topic> {
+    async fn edit_topic(&self, actor: &User, id: i64, body: Option<Text>, title: Option<String>) -> StoreResult<Topic> {
         let (actor, now) = (actor.clone(), Timestamp::now());
         self.writer
             .write(move |c| {
                 let media = body.as_ref().map_or(&[][..], Text::media);
                 let body = body.as_ref().map(|text| (text.as_str(), text.html()));
-                writes::edit_topic(c, &actor, id, body, media, now)
+                writes::edit_topic(c, &actor, id, body, title.as_deref(), media, now)
             })
             .await
     }

@@ -172,21 +172,24 @@ fn check_delete(conn: &Connection, actor: &User, target: VoteTarget) -> StoreRes
 }
 
 /// `body` is the source and its rendered HTML, `None` to clear it;
-/// `media` the pictures it shows.
+/// `title` a new title, if any; `media` the pictures it shows.
 pub fn edit_topic(
     conn: &Connection,
     actor: &User,
     id: i64,
     body: Option<(&str, &str)>,
+    title: Option<&str>,
     media: &[String],
     now: Timestamp,
 ) -> StoreResult<Topic> {
     check_edit(conn, actor, VoteTarget::Topic(id), now)?;
     super::media::set_refs(conn, 0, id, media)?;
     let (source, html) = body.unzip();
-    conn.prepare_cached("UPDATE topics SET body = ?1, body_html = ?2, edited_at = ?3 WHERE id = ?4")
-        .and_then(|mut s| s.execute(params![source, html, now.0, id]))
-        .map_err(map_err)?;
+    conn.prepare_cached(
+        "UPDATE topics SET body = ?1, body_html = ?2, edited_at = ?3, title = coalesce(?5, title) WHERE id = ?4",
+    )
+    .and_then(|mut s| s.execute(params![source, html, now.0, id, title]))
+    .map_err(map_err)?;
     reads::topic(conn, id)
 }
 

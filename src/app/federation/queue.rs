@@ -33,8 +33,12 @@ use crate::store::Store;
 /// Deliveries held in memory at once, across all hosts: claimed from
 /// the store, waiting for their host's turn or being sent.
 pub const HELD: usize = 256;
-/// Deliveries being sent at once, across all hosts.
-pub const IN_FLIGHT: usize = 32;
+/// Deliveries being sent at once, across all hosts. Remote servers take
+/// 100 ms or more to answer, so this, not the CPU, bounds a fan-out: 64
+/// sent 1,000 deliveries to inboxes answering in 100 ms in 1.8 s, 32 in
+/// 3.4 s, for 1 MB more at the peak (`pith bench deliver`,
+/// docs/BENCHMARKS.md).
+pub const IN_FLIGHT: usize = 64;
 /// Deliveries to one host at once.
 pub const PER_HOST: usize = 4;
 /// How long a claimed delivery is held before another sender may take
@@ -116,6 +120,8 @@ pub fn start<S: Store>(state: &AppState<S>, fed: Arc<Federation>) -> tokio::task
                 places.merge(more);
             }
             let free = places.num_permits();
+            // Taken before the claim: the lease runs from the time the claim names.
+            let claimed = Instant::now();
             let batch = match sender.state.store.claim_deliveries(Timestamp::now(), LEASE_SECS, free).await {
                 Ok(batch) => batch,
                 Err(e) => {
@@ -128,7 +134,6 @@ pub fn start<S: Store>(state: &AppState<S>, fed: Arc<Federation>) -> tokio::task
                 let _ = tokio::time::timeout(POLL, sender.fed.wake.0.notified()).await;
                 continue;
             }
-            let claimed = Instant::now();
             for d in batch {
                 let Some(place) = places.split(1) else { break };
                 let sender = sender.clone();

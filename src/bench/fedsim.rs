@@ -113,18 +113,16 @@ impl Tally {
             self.bad_signatures.fetch_add(1, Ordering::Relaxed);
         }
         let kind = serde_json::from_slice::<Value>(body).ok().and_then(|v| v["type"].as_str().map(str::to_owned));
-        match kind.as_deref() {
-            Some("Accept") => {
-                if self.accepts[slot].fetch_add(1, Ordering::Relaxed) == 0 {
-                    self.accepted.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            Some("Announce") => {
-                if self.announces[slot].fetch_add(1, Ordering::Relaxed) == 0 {
-                    self.announced_inboxes.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            _ => {}
+        // Each inbox's count, and the count of inboxes reached, per kind.
+        let counts = match kind.as_deref() {
+            Some("Accept") => Some((&self.accepts, &self.accepted)),
+            Some("Announce") => Some((&self.announces, &self.announced_inboxes)),
+            _ => None,
+        };
+        if let Some((per_inbox, reached)) = counts
+            && per_inbox[slot].fetch_add(1, Ordering::Relaxed) == 0
+        {
+            reached.fetch_add(1, Ordering::Relaxed);
         }
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
     }

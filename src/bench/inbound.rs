@@ -225,7 +225,7 @@ fn activity(actor: &str, host: &str, child: &str, topics: &[i64], i: usize, warm
         return json!({"@context": "https://www.w3.org/ns/activitystreams", "id": format!("{host}/creates/{i}"),
             "type": "Create", "actor": actor, "to": [PUBLIC], "cc": [group], "audience": group, "object": note});
     }
-    let kind = if warm || (i / 10) % 2 == 0 { "Like" } else { "Dislike" };
+    let kind = if warm || (i / 10).is_multiple_of(2) { "Like" } else { "Dislike" };
     json!({"@context": "https://www.w3.org/ns/activitystreams", "id": format!("{host}/votes/{i}"), "type": kind,
         "actor": actor, "object": topic, "audience": group})
 }

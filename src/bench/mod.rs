@@ -21,13 +21,20 @@
 //! - `markdown`: `pith bench markdown`, the cost of rendering the largest
 //!   bodies, ordinary and pathological.
 //! - `upload`: `pith bench upload`, picture uploads against a server.
+//! - `deliver`: `pith bench deliver`, one topic to many remote followers.
+//! - `inbound`: `pith bench inbound`, signed activities taken per second.
+//! - `fedsim`: simulated remote ActivityPub servers and the child server
+//!   the federation benches drive.
 //! - `encode`: `pith bench encode`, gzip, zstd and Brotli at each level on
 //!   saved answers: bytes and CPU time.
 
 mod conn;
+pub mod deliver;
 pub mod encode;
+pub mod fedsim;
 pub mod hello;
 pub mod http;
+pub mod inbound;
 pub mod markdown;
 pub mod monitor;
 pub mod pacer;
@@ -68,6 +75,12 @@ pub enum BenchCommand {
     /// Upload a 12 MP JPEG N times, C at once, to a running server: uploads/s, the server's peak
     /// memory, the bytes stored against the bytes sent.
     Upload(upload::UploadArgs),
+    /// One local topic delivered to N remote followers over simulated servers on loopback: time
+    /// to deliver all, the server's peak memory (docs/FEDERATION.md, "Speed").
+    Deliver(deliver::DeliverArgs),
+    /// Signed activities from simulated remote servers, verified and applied per second, and the
+    /// local reads beside them (docs/FEDERATION.md, "Speed").
+    Inbound(inbound::InboundArgs),
     /// Compress saved answers with gzip, zstd and Brotli at each level: bytes, ratio, CPU time.
     Encode(encode::EncodeArgs),
 }
@@ -83,6 +96,8 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Markdown(a) => markdown::main(a),
         BenchCommand::Upload(a) => upload::main(a),
         BenchCommand::Encode(a) => encode::main(a),
+        BenchCommand::Deliver(a) => deliver::main(a),
+        BenchCommand::Inbound(a) => inbound::main(a),
     }
 }
 

@@ -5,7 +5,8 @@
 //! from a seeded pith.db and stores posts the way pith does; bench/run.sh
 //! loads the three servers and tabulates them; bench/ab.sh runs builds on
 //! fresh copies of one data set and tabulates them; bench/startup.py times
-//! start-up.
+//! start-up; `pith bench deliver` and `pith bench inbound` drive a
+//! federated server with simulated remote ones.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -342,6 +343,47 @@ async fn bench_hello_answers_the_body_size_asked_for_and_refuses_a_size_it_canno
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--body-bytes") && stderr.contains("17"), "{stderr}");
+}
+
+/// Runs `pith ARGS` (at most a minute: these benches start servers) and
+/// returns each line of its stdout as JSON.
+async fn bench_json(args: &[&str]) -> Vec<serde_json::Value> {
+    let mut cmd = tokio::process::Command::from(pith());
+    cmd.args(args).stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("pith {args:?} did not finish within a minute"))
+        .expect("run pith");
+    assert!(out.status.success(), "pith {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+}
+
+/// One topic to every follower of simulated servers: each inbox gets it
+/// once, signed by the Group, first with an inbox per follower, then one
+/// shared inbox per server.
+#[tokio::test]
+async fn bench_deliver_delivers_one_topic_to_every_follower_inbox_once() {
+    let own = bench_json(&["bench", "deliver", "--hosts", "2", "--followers", "3", "--timeout", "30s", "--json"]).await;
+    assert_eq!(own.len(), 1);
+    let r = &own[0];
+    assert_eq!((r["inboxes"].as_u64(), r["delivered"].as_u64()), (Some(6), Some(6)), "{r}");
+    assert_eq!((r["most_to_one_inbox"].as_u64(), r["bad_signatures"].as_u64()), (Some(1), Some(0)), "{r}");
+    assert!(r["seconds"].as_f64().expect("seconds") > 0.0 && r["rss_peak_mb"].as_f64().expect("rss") > 1.0, "{r}");
+    let args = ["bench", "deliver", "--hosts", "2", "--followers", "3", "--shared-inbox", "--timeout", "30s", "--json"];
+    let shared = bench_json(&args).await;
+    assert_eq!((shared[0]["inboxes"].as_u64(), shared[0]["delivered"].as_u64()), (Some(2), Some(2)), "{shared:?}");
+}
+
+/// Signed votes and replies from simulated servers are all taken, and the
+/// reads measured alone and beside them all answer.
+#[tokio::test]
+async fn bench_inbound_takes_every_signed_activity_and_measures_reads_beside_them() {
+    let args = ["bench", "inbound", "--hosts", "2", "--users", "2", "--activities", "40", "--topics", "2"];
+    let r = &bench_json(&[&args[..], &["--readers", "2", "--read-alone", "300ms", "--json"]].concat()).await[0];
+    assert_eq!((r["taken"].as_u64(), r["refused"].as_u64()), (Some(80), Some(0)), "{r}");
+    assert!(r["alone_per_second"].as_f64().expect("rate") > 0.0, "{r}");
+    assert!(r["reads_alone_per_second"].as_f64().expect("reads") > 0.0, "{r}");
+    assert_eq!(r["read_failures"], 0, "{r}");
 }
 
 /// Runs a bench script (at most 2 minutes, without the caller's

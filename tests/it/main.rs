@@ -37,6 +37,8 @@
 //!   WebFinger, NodeInfo, actor and object documents, the inbox's
 //!   signature checks, a remote Follow accepted by a signed Accept, on
 //!   both stores (tests/federation/run.sh does it against Fedify).
+//! - `federation_flood`: 10,000 signed votes from one server absorbed by
+//!   its rate limit, the delivery queue bounded, local reads answering.
 //! - `paging`: huge topics read in bounded pages, deep threads cut with
 //!   "continue this thread", on both stores.
 //!
@@ -95,6 +97,7 @@ mod email;
 mod encodings;
 mod faults;
 mod federation;
+mod federation_flood;
 mod fuzz_regressions;
 mod hot;
 mod hygiene;

@@ -17,7 +17,7 @@ use crate::store::Store;
 /// The site actor's signer, for fetches.
 pub async fn site_signer<S: Store>(state: &AppState<S>) -> AppResult<Signer> {
     let key = keys::key_for(state, ActorKind::Site, 0).await?;
-    Ok(Signer { key_id: ids::key(&ids::site(&state.web.public_url())), private_pem: key.private_pem })
+    Signer::new(ids::key(&ids::site(&state.web.public_url())), &key.private_pem).map_err(AppError::Internal)
 }
 
 fn refused(why: impl std::fmt::Display) -> AppError {

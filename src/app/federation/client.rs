@@ -59,11 +59,18 @@ pub enum FetchError {
     Json(String),
 }
 
-/// A signer: the key id and the PKCS#8 PEM that sign a request.
+/// A signer: the key id and the key that sign a request.
 #[derive(Debug, Clone)]
 pub struct Signer {
     pub key_id: String,
-    pub private_pem: String,
+    pub key: Arc<super::keys::SigningKey>,
+}
+
+impl Signer {
+    /// A signer of the PKCS#8 PEM `private_pem`.
+    pub fn new(key_id: String, private_pem: &str) -> Result<Signer, String> {
+        Ok(Signer { key_id, key: Arc::new(super::keys::SigningKey::from_pem(private_pem)?) })
+    }
 }
 
 pub struct Client {
@@ -131,9 +138,9 @@ impl Client {
             None => parsed.path().to_owned(),
         };
         let addr = self.resolve(host.trim_start_matches('[').trim_end_matches(']'), port).await?;
-        let signed = super::signature::sign_request(
+        let signed = super::signature::sign_request_with(
             &signer.key_id,
-            &signer.private_pem,
+            &signer.key,
             method,
             &authority,
             &path,

@@ -37,17 +37,39 @@ pub async fn key_for<S: Store>(state: &AppState<S>, kind: ActorKind, local_id: i
     Ok(state.store.put_actor_key(kind, local_id, key).await?)
 }
 
+/// A private key read once, to sign many requests: reading a PKCS#8 key
+/// into ring's form costs about as much as a signature, and a fan-out
+/// signs once per inbox with the same key.
+pub struct SigningKey(RsaKeyPair);
+
+impl SigningKey {
+    pub fn from_pem(private_pem: &str) -> Result<SigningKey, String> {
+        let (label, der) = rsa::pkcs8::der::pem::decode_vec(private_pem.as_bytes()).map_err(|e| format!("PEM: {e}"))?;
+        if label != "PRIVATE KEY" {
+            return Err(format!("expected a PKCS#8 PRIVATE KEY, found {label}"));
+        }
+        Ok(SigningKey(RsaKeyPair::from_pkcs8(&der).map_err(|e| format!("key: {e}"))?))
+    }
+
+    /// Signs `message` with RSASSA-PKCS1-v1_5 over SHA-256 (`rsa-sha256`).
+    pub fn sign(&self, message: &[u8]) -> Result<Vec<u8>, String> {
+        let mut signature = vec![0; self.0.public().modulus_len()];
+        self.0
+            .sign(&RSA_PKCS1_SHA256, &ring::rand::SystemRandom::new(), message, &mut signature)
+            .map_err(|e| format!("sign: {e}"))?;
+        Ok(signature)
+    }
+}
+
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SigningKey(..)")
+    }
+}
+
 /// Signs `message` with RSASSA-PKCS1-v1_5 over SHA-256 (`rsa-sha256`).
 pub fn sign(private_pem: &str, message: &[u8]) -> Result<Vec<u8>, String> {
-    let (label, der) = rsa::pkcs8::der::pem::decode_vec(private_pem.as_bytes()).map_err(|e| format!("PEM: {e}"))?;
-    if label != "PRIVATE KEY" {
-        return Err(format!("expected a PKCS#8 PRIVATE KEY, found {label}"));
-    }
-    let pair = RsaKeyPair::from_pkcs8(&der).map_err(|e| format!("key: {e}"))?;
-    let mut signature = vec![0; pair.public().modulus_len()];
-    pair.sign(&RSA_PKCS1_SHA256, &ring::rand::SystemRandom::new(), message, &mut signature)
-        .map_err(|e| format!("sign: {e}"))?;
-    Ok(signature)
+    SigningKey::from_pem(private_pem)?.sign(message)
 }
 
 /// A public key as remote actors publish it (SPKI `PUBLIC KEY` PEM, or

@@ -1,28 +1,44 @@
 //! The delivery queue's sender: takes due deliveries from the store a
-//! bounded batch at a time (so memory is bounded by `IN_FLIGHT`, whatever
-//! the queue holds on disk), signs and posts each with its actor's key,
-//! at most `PER_HOST` at once to any one host, and records the outcome:
-//! delivered (gone), retried later with backoff (`retry_at`), or given up
-//! two days after it was queued; one for a server the administrators have
-//! since refused (`instances`) is dropped unsent. Rows survive a restart; a crash leaves
-//! the ones in flight leased for `LEASE_SECS`, then taken again.
+//! bounded batch at a time (so memory is bounded by `HELD`, whatever the
+//! queue holds on disk), signs and posts each with its actor's key, at
+//! most `PER_HOST` at once to any one host and `IN_FLIGHT` at once in
+//! all, and records the outcome: delivered (gone), retried later with
+//! backoff (`retry_at`), or given up two days after it was queued; one for
+//! a server the administrators have since refused (`instances`) is dropped
+//! unsent. Rows survive a restart; a crash leaves the ones held leased
+//! for `LEASE_SECS`, then taken again.
+//!
+//! A held delivery waits for its host's turn without taking one of the
+//! `IN_FLIGHT` sending slots, so deliveries queued host by host (a
+//! community's followers, in the order they followed) keep every slot
+//! busy across hosts rather than queueing behind the first few hosts.
+//! Keys are read and parsed once per signer (`Signers`), not once per
+//! delivery.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, Semaphore};
 
 use super::client::Signer;
+use super::keys::SigningKey;
 use super::{Federation, keys};
-use crate::app::{AppResult, AppState};
+use crate::app::{AppError, AppResult, AppState};
 use crate::model::Timestamp;
-use crate::model::federation::{NewDelivery, QueuedDelivery, host_of, retry_at};
+use crate::model::federation::{ActorKind, NewDelivery, QueuedDelivery, host_of, retry_at};
 use crate::model::mail::Delivery;
 use crate::store::Store;
 
-/// Deliveries held in memory at once, across all hosts.
-pub const IN_FLIGHT: usize = 32;
+/// Deliveries held in memory at once, across all hosts: claimed from
+/// the store, waiting for their host's turn or being sent.
+pub const HELD: usize = 256;
+/// Deliveries being sent at once, across all hosts. Remote servers take
+/// 100 ms or more to answer, so this, not the CPU, bounds a fan-out: 64
+/// sent 1,000 deliveries to inboxes answering in 100 ms in 1.8 s, 32 in
+/// 3.4 s, for 1 MB more at the peak (`pith bench deliver`,
+/// docs/BENCHMARKS.md).
+pub const IN_FLIGHT: usize = 64;
 /// Deliveries to one host at once.
 pub const PER_HOST: usize = 4;
 /// How long a claimed delivery is held before another sender may take
@@ -30,6 +46,15 @@ pub const PER_HOST: usize = 4;
 pub const LEASE_SECS: i64 = 120;
 /// How often an idle sender looks for due deliveries (new ones wake it).
 const POLL: Duration = Duration::from_secs(5);
+/// Free places a claim waits for while others are held, so the queue is
+/// read in batches rather than a row at a time.
+const CLAIM_BATCH: u32 = 32;
+/// A held delivery whose turn comes later than this after its claim is
+/// let go unsent: its lease could end while it is being sent, and another
+/// sender take it too. It is taken again when its lease ends.
+const STALE: Duration = Duration::from_secs(LEASE_SECS as u64 - 2 * super::FETCH_TIMEOUT.as_secs());
+/// Signers' keys kept parsed at most; past it the cache starts again.
+const SIGNERS: usize = 1024;
 
 /// Wakes the sender when something is queued.
 #[derive(Default)]
@@ -45,20 +70,59 @@ pub async fn enqueue<S: Store>(state: &AppState<S>, fed: &Federation, deliveries
     Ok(())
 }
 
+/// What the sender's tasks share.
+struct Sender<S: Store> {
+    state: AppState<S>,
+    fed: Arc<Federation>,
+    sending: Semaphore,
+    /// Each host in flight's gate of `PER_HOST`.
+    hosts: Mutex<HashMap<String, Arc<Semaphore>>>,
+    signers: Signers,
+}
+
+/// Local actors' keys, parsed: a fan-out signs once per inbox, with one key.
+#[derive(Default)]
+struct Signers(Mutex<HashMap<(i64, i64), Arc<SigningKey>>>);
+
+impl Signers {
+    async fn get<S: Store>(&self, state: &AppState<S>, kind: ActorKind, id: i64) -> AppResult<Arc<SigningKey>> {
+        if let Some(key) = self.0.lock().unwrap_or_else(|e| e.into_inner()).get(&(kind.code(), id)) {
+            return Ok(key.clone());
+        }
+        let pem = keys::key_for(state, kind, id).await?.private_pem;
+        let key = Arc::new(SigningKey::from_pem(&pem).map_err(AppError::Internal)?);
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= SIGNERS {
+            map.clear();
+        }
+        map.insert((kind.code(), id), key.clone());
+        Ok(key)
+    }
+}
+
 /// Starts the sender; it runs until the runtime stops.
 pub fn start<S: Store>(state: &AppState<S>, fed: Arc<Federation>) -> tokio::task::JoinHandle<()> {
-    let state = state.clone();
+    let sender = Arc::new(Sender {
+        state: state.clone(),
+        fed,
+        sending: Semaphore::new(IN_FLIGHT),
+        hosts: Mutex::default(),
+        signers: Signers::default(),
+    });
     tokio::spawn(async move {
-        let slots = Arc::new(Semaphore::new(IN_FLIGHT));
-        let hosts: Arc<Mutex<HashMap<String, Arc<Semaphore>>>> = Arc::default();
+        let held = Arc::new(Semaphore::new(HELD));
         loop {
-            // Wait for a free slot, then claim as many as are free.
-            let first = match slots.clone().acquire_owned().await {
-                Ok(permit) => permit,
-                Err(_) => return,
-            };
-            let free = slots.available_permits() + 1;
-            let batch = match state.store.claim_deliveries(Timestamp::now(), LEASE_SECS, free).await {
+            // Wait for free places (a batch of them while others are
+            // held), then claim as many as are free.
+            let want = if held.available_permits() == HELD { 1 } else { CLAIM_BATCH };
+            let Ok(mut places) = held.clone().acquire_many_owned(want).await else { return };
+            if let Ok(more) = held.clone().try_acquire_many_owned(held.available_permits() as u32) {
+                places.merge(more);
+            }
+            let free = places.num_permits();
+            // Taken before the claim: the lease runs from the time the claim names.
+            let claimed = Instant::now();
+            let batch = match sender.state.store.claim_deliveries(Timestamp::now(), LEASE_SECS, free).await {
                 Ok(batch) => batch,
                 Err(e) => {
                     tracing::warn!(error = %e, "federation: cannot read the delivery queue");
@@ -66,53 +130,57 @@ pub fn start<S: Store>(state: &AppState<S>, fed: Arc<Federation>) -> tokio::task
                 }
             };
             if batch.is_empty() {
-                drop(first);
-                let _ = tokio::time::timeout(POLL, fed.wake.0.notified()).await;
+                drop(places);
+                let _ = tokio::time::timeout(POLL, sender.fed.wake.0.notified()).await;
                 continue;
             }
-            let mut first = Some(first);
             for d in batch {
-                let permit = match first.take() {
-                    Some(p) => p,
-                    None => match slots.clone().acquire_owned().await {
-                        Ok(p) => p,
-                        Err(_) => return,
-                    },
-                };
-                let host = host_of(&d.delivery.inbox).unwrap_or("").to_ascii_lowercase();
-                let gate = {
-                    let mut hosts = hosts.lock().unwrap_or_else(|e| e.into_inner());
-                    // Idle hosts' gates go, so the map stays as small as
-                    // the set of hosts in flight.
-                    hosts.retain(|_, g| g.available_permits() < PER_HOST);
-                    hosts.entry(host).or_insert_with(|| Arc::new(Semaphore::new(PER_HOST))).clone()
-                };
-                let (state, fed) = (state.clone(), fed.clone());
+                let Some(place) = places.split(1) else { break };
+                let sender = sender.clone();
                 tokio::spawn(async move {
-                    let _slot = permit;
-                    let Ok(_host) = gate.acquire_owned().await else { return };
-                    let outcome = deliver(&state, &fed, &d).await;
-                    if let Err(e) = state.store.finish_delivery(d.id, outcome).await {
-                        tracing::warn!(error = %e, "federation: cannot record a delivery");
-                    }
+                    let _place = place;
+                    sender.send(d, claimed).await;
                 });
             }
         }
     })
 }
 
+impl<S: Store> Sender<S> {
+    /// Waits for the host's turn, then a sending slot; sends and records.
+    async fn send(&self, d: QueuedDelivery, claimed: Instant) {
+        let host = host_of(&d.delivery.inbox).unwrap_or("").to_ascii_lowercase();
+        let gate = {
+            let mut hosts = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
+            // Idle hosts' gates go, so the map stays as small as the set
+            // of hosts held.
+            hosts.retain(|_, g| Arc::strong_count(g) > 1);
+            hosts.entry(host).or_insert_with(|| Arc::new(Semaphore::new(PER_HOST))).clone()
+        };
+        let Ok(_host) = gate.acquire().await else { return };
+        let Ok(_slot) = self.sending.acquire().await else { return };
+        if claimed.elapsed() > STALE {
+            return;
+        }
+        let outcome = deliver(&self.state, &self.fed, &self.signers, &d).await;
+        if let Err(e) = self.state.store.finish_delivery(d.id, outcome).await {
+            tracing::warn!(error = %e, "federation: cannot record a delivery");
+        }
+    }
+}
+
 /// One try of one delivery.
-async fn deliver<S: Store>(state: &AppState<S>, fed: &Federation, d: &QueuedDelivery) -> Delivery {
+async fn deliver<S: Store>(state: &AppState<S>, fed: &Federation, signers: &Signers, d: &QueuedDelivery) -> Delivery {
     // A server blocked since this was queued gets nothing: dropped.
     if let Err(e) = super::instances::admit_url(state, &d.delivery.inbox).await {
         tracing::info!(inbox = %d.delivery.inbox, error = %e, "federation: delivery to a refused server dropped");
         return Delivery::Failed { error: e.to_string() };
     }
-    let key = match keys::key_for(state, d.delivery.signer, d.delivery.signer_id).await {
+    let key = match signers.get(state, d.delivery.signer, d.delivery.signer_id).await {
         Ok(key) => key,
         Err(e) => return Delivery::Failed { error: format!("no key: {e}") },
     };
-    let signer = Signer { key_id: d.delivery.key_id.clone(), private_pem: key.private_pem };
+    let signer = Signer { key_id: d.delivery.key_id.clone(), key };
     let now = Timestamp::now().0;
     let error = match fed.client.post(&d.delivery.inbox, d.delivery.body.clone().into_bytes(), &signer).await {
         Ok(status) if (200..300).contains(&status) => return Delivery::Sent,

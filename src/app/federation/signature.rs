@@ -163,6 +163,19 @@ pub fn sign_request(
     path_and_query: &str,
     body: Option<&[u8]>,
 ) -> Result<Vec<(&'static str, String)>, String> {
+    let key = super::keys::SigningKey::from_pem(private_pem)?;
+    sign_request_with(key_id, &key, method, host, path_and_query, body)
+}
+
+/// `sign_request` with a key already read.
+pub fn sign_request_with(
+    key_id: &str,
+    key: &super::keys::SigningKey,
+    method: &str,
+    host: &str,
+    path_and_query: &str,
+    body: Option<&[u8]>,
+) -> Result<Vec<(&'static str, String)>, String> {
     let date = httpdate::fmt_http_date(std::time::SystemTime::now());
     let mut names = vec!["(request-target)".to_owned(), "host".to_owned(), "date".to_owned()];
     let mut out = vec![("date", date.clone())];
@@ -178,7 +191,7 @@ pub fn sign_request(
         _ => None,
     })
     .map_err(|e| e.to_string())?;
-    let signature = super::keys::sign(private_pem, text.as_bytes())?;
+    let signature = key.sign(text.as_bytes())?;
     out.push((
         "signature",
         format!(

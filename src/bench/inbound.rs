@@ -5,7 +5,8 @@
 //! `--users` each send `Like`s and `Dislike`s of those topics and
 //! `Create`s of `Note`s replying to them (one in ten), each signed by its
 //! server's key beforehand (the client's signing is not timed; the
-//! server verifies every one). Each remote user acts once before the
+//! server verifies every one), on the first `--voted` topics (default
+//! all). Each remote user acts once before the
 //! clock starts, so its actor is fetched and its user made. Then, in one
 //! run: local reads of the topics (`GET /api/v1/topics/ID`) alone; the
 //! activities alone; and a second set of activities with the reads beside
@@ -44,9 +45,15 @@ pub struct InboundArgs {
     #[arg(long, short = 'c', default_value_t = 32)]
     pub concurrency: usize,
 
-    /// Local topics voted on, replied to and read.
+    /// Local topics, all read.
     #[arg(long, default_value_t = 20)]
     pub topics: usize,
+
+    /// Of those, how many the activities vote on and reply to (default
+    /// all): each vote makes its topic's cached answer stale, so reads of
+    /// the topics voted on render again where others are served cached.
+    #[arg(long)]
+    pub voted: Option<usize>,
 
     /// Local reads at once.
     #[arg(long, default_value_t = 8)]
@@ -84,8 +91,19 @@ async fn run(args: InboundArgs) -> anyhow::Result<()> {
     };
     // The most a rate allows: a burst far past what a run sends.
     let lots = "1000000/1m".to_owned();
-    let limits = ["--limit-federation-instance", &lots, "--limit-vote-user", &lots, "--limit-post-user", &lots]
-        .map(str::to_owned);
+    // The per-address post limit too: the local topics are made through
+    // the API from one address.
+    let limits = [
+        "--limit-federation-instance",
+        &lots,
+        "--limit-vote-user",
+        &lots,
+        "--limit-post-user",
+        &lots,
+        "--limit-post-ip",
+        &lots,
+    ]
+    .map(str::to_owned);
     let child = Arc::new(Child::start(&exe, &limits).await?);
     let client = fedsim::client();
     let (status, body) =
@@ -104,14 +122,15 @@ async fn run(args: InboundArgs) -> anyhow::Result<()> {
         anyhow::ensure!(status == 201, "posting a topic: {status} {body}");
         topics.push(body["id"].as_i64().unwrap_or(0));
     }
+    let voted = Arc::new(topics[..args.voted.unwrap_or(args.topics).clamp(1, args.topics)].to_vec());
     let topics = Arc::new(topics);
     sim.tally.reset(None, false)?;
 
     let total_users = args.hosts * args.users;
     let signing = Instant::now();
-    let warm = sign_all(&sim, &child, &topics, 0, total_users, true).await?;
-    let first = sign_all(&sim, &child, &topics, total_users, args.activities, false).await?;
-    let second = sign_all(&sim, &child, &topics, total_users + args.activities, args.activities, false).await?;
+    let warm = sign_all(&sim, &child, &voted, 0, total_users, true).await?;
+    let first = sign_all(&sim, &child, &voted, total_users, args.activities, false).await?;
+    let second = sign_all(&sim, &child, &voted, total_users + args.activities, args.activities, false).await?;
     eprintln!(
         "{} activities signed in {:.1} s (not timed)",
         total_users + 2 * args.activities,
@@ -143,6 +162,7 @@ async fn run(args: InboundArgs) -> anyhow::Result<()> {
             "{}",
             json!({
                 "activities": args.activities, "hosts": args.hosts, "users": total_users,
+                "topics": args.topics, "voted": voted.len(),
                 "alone_per_second": alone.per_second(), "beside_reads_per_second": beside.per_second(),
                 "taken": alone.accepted + beside.accepted, "refused": alone.refused + beside.refused,
                 "reads_alone_per_second": reads_alone.per_second(), "reads_beside_per_second": reads_beside.per_second(),
@@ -151,8 +171,13 @@ async fn run(args: InboundArgs) -> anyhow::Result<()> {
         );
     } else {
         println!(
-            "{} remote users on {} servers; {} activities a set, {} at once (9 votes to 1 reply)",
-            total_users, args.hosts, args.activities, args.concurrency
+            "{} remote users on {} servers; {} activities a set, {} at once (9 votes to 1 reply) on {} of {} topics",
+            total_users,
+            args.hosts,
+            args.activities,
+            args.concurrency,
+            voted.len(),
+            args.topics
         );
         for (name, s) in [("alone", &alone), ("beside reads", &beside)] {
             println!(

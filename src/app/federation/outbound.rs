@@ -99,25 +99,14 @@ async fn to_remote_group<S: Store>(
     let hidden = topic.deleted || topic.removed || topic.author.is_none();
     let ours =
         |target| async move { Ok::<_, crate::app::AppError>(state.store.remote_object_id(target).await?.is_none()) };
-    let deleted = match &out {
-        Out::PostGone(t, p, Some(by)) if by.how == How::Deleted && ours(VoteTarget::Post(*p)).await? => {
-            Some((ids::note(base, *t, *p), by))
-        }
-        Out::Topic(t, false, Some(by)) if by.how == How::Deleted && ours(VoteTarget::Topic(*t)).await? => {
-            Some((ids::topic(base, *t), by))
-        }
-        _ => None,
-    };
-    if let Some((object, by)) = deleted {
-        let mut delete = by_person(base, &group.id, by, object);
-        delete["@context"] = super::objects::context();
-        let delivery = super::join::to_group(base, by.user_id, &by.name, &group, &delete);
-        return queue::enqueue(state, fed, vec![delivery]).await;
-    }
-    match out {
+    match &out {
+        // A deletion of something written here: its deleter's `Delete`
+        // (`activity`, `by_person`).
+        Out::PostGone(_, p, Some(by)) if by.how == How::Deleted && ours(VoteTarget::Post(*p)).await? => {}
+        Out::Topic(_, false, Some(by)) if by.how == How::Deleted && ours(VoteTarget::Topic(topic.id)).await? => {}
         Out::PostGone(..) | Out::Topic(_, _, Some(_)) => return Ok(()),
         Out::Topic(..) if hidden => return Ok(()),
-        Out::Topic(..) if state.store.remote_object_id(VoteTarget::Topic(topic.id)).await?.is_some() => return Ok(()),
+        Out::Topic(..) if !ours(VoteTarget::Topic(topic.id)).await? => return Ok(()),
         _ => {}
     }
     let Some(mut activity) = activity(state, base, topic, &group.id, out).await? else { return Ok(()) };

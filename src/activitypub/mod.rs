@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use crate::app::federation::Federation;
-use crate::app::{AppError, AppResult, AppState};
+use crate::app::{AppResult, AppState};
 use crate::store::Store;
 
 /// The media type of every ActivityPub document served.
@@ -41,7 +41,7 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
 
 /// Federation, or the 404 an unknown route answers when it is off.
 pub fn federation<S: Store>(state: &AppState<S>) -> AppResult<std::sync::Arc<Federation>> {
-    state.federation.get().cloned().ok_or_else(|| AppError::NotFound("federation".into()))
+    state.federation.required()
 }
 
 /// A JSON document with the ActivityPub media type, `Vary: Accept` (a

@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 
 use super::extract::{Json, Path};
-use crate::app::federation::{Federation, join};
+use crate::app::federation::join;
 use crate::app::{AppError, AppResult, AppState, AuthUser, ClientIp, communities};
 use crate::model::Community;
 use crate::store::Store;
@@ -21,11 +21,6 @@ pub fn router<S: Store>() -> Router<AppState<S>> {
         .route("/communities/{name}", get(get_community::<S>))
         .route("/communities/{name}/follow", get(get_following::<S>).post(follow::<S>).delete(unfollow::<S>))
         .route("/resolve", post(resolve::<S>))
-}
-
-/// Federation, or the 404 of an unknown route when it is off.
-fn federation<S: Store>(state: &AppState<S>) -> AppResult<std::sync::Arc<Federation>> {
-    state.federation.get().cloned().ok_or_else(|| AppError::NotFound("federation".into()))
 }
 
 #[derive(Deserialize)]
@@ -42,7 +37,7 @@ async fn resolve<S: Store>(
     ip: ClientIp,
     Json(req): Json<Resolve>,
 ) -> AppResult<Response> {
-    let fed = federation(&state)?;
+    let fed = state.federation.required()?;
     let community = join::resolve(&state, &fed, &auth.user, ip, &req.q).await?;
     Ok(axum::Json(community).into_response())
 }
@@ -57,7 +52,7 @@ async fn get_following<S: Store>(
     auth: AuthUser,
     Path(name): Path<String>,
 ) -> AppResult<Response> {
-    federation(&state)?;
+    state.federation.required()?;
     let community = state.store.community(name).await?;
     let following = join::following(&state, &auth.user, &community).await?;
     Ok(axum::Json(FollowState { following }).into_response())
@@ -70,7 +65,7 @@ async fn follow<S: Store>(
     auth: AuthUser,
     Path(name): Path<String>,
 ) -> AppResult<Response> {
-    let fed = federation(&state)?;
+    let fed = state.federation.required()?;
     let following = join::follow(&state, &fed, &auth.user, &name).await?;
     Ok((StatusCode::ACCEPTED, axum::Json(FollowState { following })).into_response())
 }
@@ -80,7 +75,7 @@ async fn unfollow<S: Store>(
     auth: AuthUser,
     Path(name): Path<String>,
 ) -> AppResult<Response> {
-    let fed = federation(&state)?;
+    let fed = state.federation.required()?;
     join::unfollow(&state, &fed, &auth.user, &name).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -11,9 +11,9 @@ use serde::Deserialize;
 
 use super::forms::accept;
 use super::{Session, error_page, see_other};
+use crate::app::AppState;
 use crate::app::federation::join;
 use crate::app::limits::ClientIp;
-use crate::app::{AppError, AppState};
 use crate::store::Store;
 
 #[derive(Deserialize)]
@@ -36,8 +36,9 @@ pub async fn find<S: Store>(
         Ok(accepted) => accepted,
         Err(res) => return *res,
     };
-    let Some(fed) = state.federation.get().cloned() else {
-        return error_page(&ctx, AppError::NotFound("federation".into()));
+    let fed = match state.federation.required() {
+        Ok(fed) => fed,
+        Err(e) => return error_page(&ctx, e),
     };
     match join::resolve(&state, &fed, &user, ip, &form.q).await {
         Ok(community) => see_other(&format!("/c/{}", community.name)),
@@ -67,8 +68,9 @@ pub async fn follow<S: Store>(
         Ok(accepted) => accepted,
         Err(res) => return *res,
     };
-    let Some(fed) = state.federation.get().cloned() else {
-        return error_page(&ctx, AppError::NotFound("federation".into()));
+    let fed = match state.federation.required() {
+        Ok(fed) => fed,
+        Err(e) => return error_page(&ctx, e),
     };
     let done = if form.on == "0" {
         join::unfollow(&state, &fed, &user, &name).await.map(|_| ())

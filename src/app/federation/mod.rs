@@ -88,6 +88,12 @@ impl FederationSettings {
     pub fn get(&self) -> Option<&Arc<Federation>> {
         self.0.get()
     }
+
+    /// Federation, or the 404 an unknown route answers when it is off:
+    /// for every door that only exists with federation on.
+    pub fn required(&self) -> crate::app::AppResult<Arc<Federation>> {
+        self.0.get().cloned().ok_or_else(|| crate::app::AppError::NotFound("federation".into()))
+    }
 }
 
 /// Turns federation on when `cfg` says so, and starts the delivery

@@ -74,6 +74,7 @@ async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::net::t
     crate::app::federation::start(&state, &cfg.federation);
     crate::app::bus::start(&state, &cfg.cluster, cfg.data.database.as_deref())?;
     let mailer = crate::app::mail::start(&state, &cfg.mail)?;
+    let housekeeping = crate::app::housekeeping::start(&state);
     let metrics_listener = crate::api::metrics::start(&cfg.metrics, &state).await?;
     if !state.store.has_admin().await? {
         let link = format!("{}/setup/{}", state.web.public_url(), state.web.setup.issue());
@@ -99,6 +100,7 @@ async fn launch<S: Store>(store: S, cfg: &ServeConfig, tls: Option<crate::net::t
     if let Some(task) = metrics_listener {
         task.abort();
     }
+    housekeeping.abort();
     // Unsent mail stays in the outbox for the next start.
     if let Some(task) = mailer {
         task.abort();

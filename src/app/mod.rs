@@ -29,7 +29,8 @@
 //! - `apply`: a `Change` applied; `bus`: Changes to and from other nodes.
 //! - `auth`: passwords, tokens, the token cache, the acting user.
 //! - `limits`: rate limits and their settings; `error`: `AppError`.
-//! - `web_settings`: what `pith serve` sets for the pages after start.
+//! - `web_settings`: what `pith serve` sets for the pages after start;
+//!   `housekeeping`: expired sessions and email links deleted hourly.
 //! - `federation`: ActivityPub's settings, keys, signatures, outbound
 //!   HTTP, remote actors and follows (its routes are `activitypub`'s).
 
@@ -43,6 +44,7 @@ pub mod email;
 pub mod error;
 pub mod export;
 pub mod federation;
+pub mod housekeeping;
 pub mod inbox;
 pub mod limits;
 pub mod mail;

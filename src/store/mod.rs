@@ -18,10 +18,10 @@ use crate::model::instances::{InstanceEntry, InstanceRule};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::paging::PageLimit;
 use crate::model::{
-    Ban, Blocks, CastVote, Community, CommunityName, ContentFate, ConversationPage, InboxPage, Invite, Link, MarkRead,
-    Marks, Message, MessagePage, MessageReport, MessageReportPage, ModAction, ModLogEntry, Moderated, NewToken,
-    Notified, Post, Profile, Reason, Report, ReportStatus, Saved, SavedCursor, SiteSettings, Text, Timestamp, Title,
-    TokenKind, TokenRecord, Topic, TwoFactor, User, Username, VoteOutcome, VoteTarget,
+    Ban, Blocks, CastVote, Community, CommunityName, ContentFate, ConversationPage, IdleLimits, InboxPage, Invite,
+    Link, MarkRead, Marks, Message, MessagePage, MessageReport, MessageReportPage, ModAction, ModLogEntry, Moderated,
+    NewToken, Notified, Post, Profile, Reason, Report, ReportStatus, Saved, SavedCursor, SiteSettings, Text, Timestamp,
+    Title, TokenKind, TokenRecord, Topic, TwoFactor, User, Username, VoteOutcome, VoteTarget,
 };
 
 pub use cursor::Cursor;
@@ -273,6 +273,17 @@ pub trait Store: Send + Sync + 'static {
     /// A user's tokens, most recently used first.
     fn user_tokens(&self, user_id: i64) -> impl Future<Output = StoreResult<Vec<TokenRecord>>> + Send;
     fn revoke_token(&self, token_hash: [u8; 32]) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Deletes at most `limit` of what has expired by `now`: tokens unused
+    /// past their kind's idle limit (which no longer sign in) and email
+    /// links past their expiry (which no longer work); returns how many
+    /// went. Housekeeping calls it until fewer than `limit` go, so no one
+    /// write holds the writer long.
+    fn sweep_expired(
+        &self,
+        now: Timestamp,
+        limits: IdleLimits,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<usize>> + Send;
     /// Revokes every token of the user but `keep`; returns the digests
     /// revoked, for the token cache.
     fn revoke_tokens(

@@ -421,6 +421,27 @@ async fn an_api_token_unused_past_the_idle_limit_is_refused_and_deleted() {
     app.stop().await;
 }
 
+/// Housekeeping deletes the tokens nobody presents again once they are past
+/// their idle limit, and keeps the rest working.
+#[tokio::test]
+async fn housekeeping_deletes_tokens_unused_past_the_idle_limit_that_nobody_presents() {
+    let app = spawn_app().await;
+    let old = app.register("alice").await;
+    let kept = app.register("bob").await;
+    let dir = app.stop().await;
+    let db = rusqlite::Connection::open(dir.path().join("pith.db")).expect("open");
+    db.execute(&format!("UPDATE tokens SET last_used_at = last_used_at - 366 * 86400 WHERE {ALICE}"), []).expect("age");
+    let app = spawn_app_in(dir).await;
+    let swept = pith::app::housekeeping::sweep(&app.state, pith::model::Timestamp::now()).await.expect("sweep");
+    assert_eq!(swept, 1, "alice's year-old token, not bob's");
+    let left: i64 =
+        db.query_row(&format!("SELECT count(*) FROM tokens WHERE {ALICE}"), [], |r| r.get(0)).expect("count");
+    assert_eq!(left, 0);
+    assert_eq!(me(&app, &kept).await, 200);
+    assert_eq!(me(&app, &old).await, 401);
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn the_idle_limits_are_settings_and_zero_means_never() {
     use pith::app::SessionConfig;

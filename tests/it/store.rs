@@ -6,8 +6,8 @@ use pith::app::auth::token_digest;
 use pith::model::SearchHit;
 use pith::model::mail::{Delivery, Email, EmailSettings, MailLink, ResetFor};
 use pith::model::{
-    Body, CommunityName, ContentFate, Link, Message, NewToken, NoticeKind, Notified, Reason, ReportStatus, Text,
-    Timestamp, Title, TokenKind, User, Username, VoteTarget,
+    Body, CommunityName, ContentFate, IdleLimits, Link, Message, NewToken, NoticeKind, Notified, Reason, ReportStatus,
+    Text, Timestamp, Title, TokenKind, User, Username, VoteTarget,
 };
 use pith::store::sqlite::{SqliteOptions, SqliteStore};
 use pith::store::{
@@ -320,6 +320,7 @@ pub async fn story<S: Store>(store: &S) {
 
     messages_and_blocks(store, (&alice, &bob, &carol), cards.id).await;
     mail_story(store).await;
+    sweep_story(store).await;
     lifecycle(store, &alice, cards.id).await;
 }
 
@@ -446,6 +447,9 @@ async fn mail_story<S: Store>(store: &S) {
     assert!(store.reset_password([6; 32], "x".into(), now).await.expect("reset").is_none(), "expired");
 
     // The outbox: the confirmation and the one reset mail, claimed once.
+    // The store stamps each mail with its own clock, which may have passed
+    // `now` by a second under load; the claims look from after both.
+    let now = Timestamp::now();
     let mails = store.claim_mail(now, 300, 10).await.expect("claim");
     let subjects: Vec<&str> = mails.iter().map(|m| m.subject.as_str()).collect();
     assert_eq!(subjects, ["Confirm your email address", "Reset your password"]);
@@ -469,6 +473,54 @@ async fn mail_story<S: Store>(store: &S) {
 }
 
 /// An account's export read in pages, two-factor state, and deletion.
+/// Housekeeping's sweep: sessions and tokens unused past their kind's idle
+/// limit and email links past their expiry are deleted, a batch at a time;
+/// the rest stay and still work.
+async fn sweep_story<S: Store>(store: &S) {
+    let now = Timestamp::now();
+    let hal = store.create_user(Username::parse("hal").expect("name"), None, false).await.expect("hal");
+    let token = |kind, n: u8| NewToken { user_id: hal.id, hash: [n; 32], kind, label: String::new() };
+    for n in 40..43 {
+        store.issue_token(token(TokenKind::Session, n)).await.expect("session");
+    }
+    store.issue_token(token(TokenKind::Api, 43)).await.expect("api token");
+    let link = MailLink { hash: [44; 32], expires_at: Timestamp(now.0 + 3600), url: None };
+    assert!(store.issue_reset(ResetFor::Name("hal".into()), link).await.expect("reset").is_some());
+    let limits = IdleLimits { session_days: 30, api_days: 365 };
+    let hals = || async {
+        let mut held: Vec<u8> = store.user_tokens(hal.id).await.expect("tokens").iter().map(|t| t.hash[0]).collect();
+        held.sort_unstable();
+        held
+    };
+    // Swept until a batch comes back short, as housekeeping does; the
+    // story's other users' tokens go the same way.
+    let sweep = |at: Timestamp, limits: IdleLimits| async move {
+        let mut total = 0;
+        loop {
+            let n = store.sweep_expired(at, limits, 2).await.expect("sweep");
+            assert!(n <= 2, "a batch holds at most its limit: {n}");
+            total += n;
+            if n < 2 {
+                return total;
+            }
+        }
+    };
+
+    sweep(now, limits).await;
+    assert_eq!(hals().await, [40, 41, 42, 43], "nothing of hal's has expired yet");
+    // 31 days on: the sessions have ended, the API token has not, the
+    // link ran out long ago.
+    assert!(sweep(Timestamp(now.0 + 31 * 86_400), limits).await >= 4);
+    assert_eq!(hals().await, [43]);
+    assert_eq!(store.token_user([43; 32]).await.expect("read").map(|(u, _)| u.id), Some(hal.id));
+    assert!(store.reset_password([44; 32], "x".into(), now).await.expect("reset").is_none(), "the link is gone");
+    // A limit of 0 keeps that kind for ever; past its limit it goes too.
+    sweep(Timestamp(now.0 + 4000 * 86_400), IdleLimits { session_days: 30, api_days: 0 }).await;
+    assert_eq!(hals().await, [43]);
+    sweep(Timestamp(now.0 + 366 * 86_400), limits).await;
+    assert!(hals().await.is_empty());
+}
+
 async fn lifecycle<S: Store>(store: &S, admin: &pith::model::User, topic: i64) {
     let dave = store.create_user(Username::parse("fay").expect("name"), Some("h".into()), false).await.expect("fay");
     let erin = store.create_user(Username::parse("gus").expect("name"), Some("h".into()), false).await.expect("gus");

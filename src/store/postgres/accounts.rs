@@ -8,7 +8,7 @@ use tokio_postgres::Row;
 
 use super::conn::{all, col, exec, map_err, opt};
 use super::reads::{USER_COLS, user_row};
-use crate::model::{NameKeys, NewToken, Timestamp, TokenKind, TokenRecord, User};
+use crate::model::{IdleLimits, NameKeys, NewToken, Timestamp, TokenKind, TokenRecord, User};
 use crate::store::{StoreError, StoreResult};
 
 /// Any number fixed for "a new account's name": account creation takes it,
@@ -75,6 +75,31 @@ pub async fn user_tokens(c: &impl GenericClient, user_id: i64) -> StoreResult<Ve
         "SELECT {TOKEN_COLS} FROM tokens k WHERE k.user_id = $1 ORDER BY k.last_used_at DESC, k.created_at DESC"
     );
     all(c, &sql, &[&user_id]).await?.iter().map(|r| token_row(r, 0)).collect()
+}
+
+/// `Store::sweep_expired`: the tokens first, then the links, `limit` in all.
+pub async fn sweep_expired(
+    c: &impl GenericClient,
+    now: Timestamp,
+    limits: IdleLimits,
+    limit: usize,
+) -> StoreResult<usize> {
+    let (session, api) = (i64::from(limits.session_days), i64::from(limits.api_days));
+    let tokens = exec(
+        c,
+        "DELETE FROM tokens WHERE hash IN (SELECT hash FROM tokens WHERE \
+         (kind = 'session' AND $1::BIGINT > 0 AND last_used_at < $3 - $1::BIGINT * 86400) OR \
+         (kind = 'api' AND $2::BIGINT > 0 AND last_used_at < $3 - $2::BIGINT * 86400) LIMIT $4)",
+        &[&session, &api, &now.0, &(limit as i64)],
+    )
+    .await? as usize;
+    let links = exec(
+        c,
+        "DELETE FROM mail_tokens WHERE hash IN (SELECT hash FROM mail_tokens WHERE expires_at < $1 LIMIT $2)",
+        &[&now.0, &(limit.saturating_sub(tokens) as i64)],
+    )
+    .await? as usize;
+    Ok(tokens + links)
 }
 
 pub async fn revoke_tokens(

@@ -32,9 +32,9 @@ use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, Qu
 use crate::model::instances::{InstanceEntry, InstanceRule};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::{
-    Ban, Blocks, Community, ConversationPage, InboxPage, Invite, MarkRead, Message, MessagePage, MessageReport,
-    MessageReportPage, ModAction, Moderated, NewToken, Notified, Post, Profile, Reason, Report, ReportStatus,
-    SiteSettings, Text, Timestamp, TokenRecord, Topic, User, Username, VoteOutcome, VoteTarget,
+    Ban, Blocks, Community, ConversationPage, IdleLimits, InboxPage, Invite, MarkRead, Message, MessagePage,
+    MessageReport, MessageReportPage, ModAction, Moderated, NewToken, Notified, Post, Profile, Reason, Report,
+    ReportStatus, SiteSettings, Text, Timestamp, TokenRecord, Topic, User, Username, VoteOutcome, VoteTarget,
 };
 use crate::store::{
     IdPage, ListInbox, ListModLog, ListReports, ListTopics, ModLogPage, NewBan, NewCommunity, NewPost, NewTopic,
@@ -141,6 +141,11 @@ impl Store for PgStore {
     async fn revoke_token(&self, token_hash: [u8; 32]) -> StoreResult<()> {
         let client = get(&self.pool).await?;
         writes::revoke_token(&client, &token_hash).await
+    }
+
+    async fn sweep_expired(&self, now: Timestamp, limits: IdleLimits, limit: usize) -> StoreResult<usize> {
+        let client = get(&self.pool).await?;
+        accounts::sweep_expired(&client, now, limits, limit).await
     }
 
     async fn revoke_tokens(&self, user_id: i64, keep: Option<[u8; 32]>) -> StoreResult<Vec<[u8; 32]>> {

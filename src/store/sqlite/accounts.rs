@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::conn::map_err;
 use super::reads::{USER_COLS, user_row};
-use crate::model::{NameKeys, NewToken, Timestamp, TokenKind, TokenRecord, User};
+use crate::model::{IdleLimits, NameKeys, NewToken, Timestamp, TokenKind, TokenRecord, User};
 use crate::store::{StoreError, StoreResult};
 
 /// A user whose name looks like `name` (`NameKeys::meets`), other than
@@ -67,6 +67,25 @@ pub fn user_tokens(conn: &Connection, user_id: i64) -> StoreResult<Vec<TokenReco
     ))
     .and_then(|mut s| s.query_map([user_id], |r| token_row(r, 0))?.collect())
     .map_err(map_err)
+}
+
+/// `Store::sweep_expired`: the tokens first, then the links, `limit` in all.
+pub fn sweep_expired(conn: &Connection, now: Timestamp, limits: IdleLimits, limit: usize) -> StoreResult<usize> {
+    let tokens = conn
+        .prepare_cached(
+            "DELETE FROM tokens WHERE hash IN (SELECT hash FROM tokens WHERE \
+             (kind = 'session' AND ?1 > 0 AND last_used_at < ?3 - ?1 * 86400) OR \
+             (kind = 'api' AND ?2 > 0 AND last_used_at < ?3 - ?2 * 86400) LIMIT ?4)",
+        )
+        .and_then(|mut s| s.execute(params![limits.session_days, limits.api_days, now.0, limit as i64]))
+        .map_err(map_err)?;
+    let links = conn
+        .prepare_cached(
+            "DELETE FROM mail_tokens WHERE hash IN (SELECT hash FROM mail_tokens WHERE expires_at < ?1 LIMIT ?2)",
+        )
+        .and_then(|mut s| s.execute(params![now.0, limit.saturating_sub(tokens) as i64]))
+        .map_err(map_err)?;
+    Ok(tokens + links)
 }
 
 pub fn revoke_tokens(conn: &Connection, user_id: i64, keep: Option<&[u8; 32]>) -> StoreResult<Vec<[u8; 32]>> {

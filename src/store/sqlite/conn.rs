@@ -27,6 +27,10 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0015_federation_following.sql"),
 ];
 
+/// Prepared statements each connection keeps (`prepare_cached`): more
+/// than the store has call sites, so none is evicted and parsed again.
+const STATEMENT_CACHE: usize = 256;
+
 /// Which job a connection does; each gets different pragmas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -45,6 +49,15 @@ pub fn open(path: &Path, role: Role) -> Result<Connection, StoreError> {
     } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let fail = |e| open_failure(path, e);
     let conn = Connection::open_with_flags(path, flags).map_err(fail)?;
+    // rusqlite keeps 16 prepared statements by default; the store's hot
+    // paths use more than that (an inbound vote alone: the signer's actor,
+    // its user, the topic, the community, the vote), and a statement
+    // pushed out is parsed and planned again on its next use
+    // (`prepare_with_flags` was 6 % of the server's CPU under inbound
+    // activities, docs/BENCHMARKS.md). A statement never run on this
+    // connection is never prepared: this bounds the cache, it allocates
+    // nothing.
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     // synchronous=FULL: in WAL mode every COMMIT fsyncs the WAL, so an
     // acknowledged write survives power loss, not just a process crash.
     // Group commit pays that fsync once per batch (docs/STORAGE.md).

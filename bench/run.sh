@@ -345,16 +345,28 @@ if [[ $WRK != no ]]; then
         local args=(-t 2 -c "$conns" --timeout 10s -s bench/mix.lua "$scheme://127.0.0.1:$port")
         log "wrk: $label, $conns connections, gzip $gz, round $round"
         timeout $((WARMUP + 30)) "${BENCH_CPU[@]}" wrk -d "${WARMUP}s" "${args[@]}" >/dev/null
+        local cpu_before cpu_after
+        cpu_before=$(server_ticks "${PID_OF[$label]}")
         timeout $((DURATION + 30)) "${BENCH_CPU[@]}" wrk -d "${DURATION}s" --latency "${args[@]}" >"$file"
-        awk -v label="$label" -v conns="$conns" -v gz="$gz" -v round="$round" '
+        cpu_after=$(server_ticks "${PID_OF[$label]}")
+        awk -v label="$label" -v conns="$conns" -v gz="$gz" -v round="$round" \
+            -v ticks=$((cpu_after - cpu_before)) -v hz="$(getconf CLK_TCK)" '
             /^ +Latency +[0-9]/ { max = $4 }
             /^ +50% / { p50 = $2 }
             /^ +99% / { p99 = $2 }
             /^Requests\/sec:/ { rps = $2 }
             /Non-2xx or 3xx/ { bad = $NF }
             /Socket errors:/ { gsub(",", ""); err = $4 + $6 + $8 + $10 }
-            END { printf "%s %s %s %s %s %s %s %d %d %s\n", label, conns, gz, rps, p50, p99, max, bad, err, round }
+            / requests in / { n = $1 }
+            END {
+                us = n > 0 ? sprintf("%.1f", ticks * 1e6 / hz / n) : "-"
+                printf "%s %s %s %s %s %s %s %d %d %s %s\n", label, conns, gz, rps, p50, p99, max, bad, err, round, us
+            }
         ' "$file" >>"$OUT/wrk.rows"
+    }
+    # User and system CPU ticks `pid` has used so far.
+    server_ticks() { # pid
+        awk '{ print $14 + $15 }' "/proc/$1/stat"
     }
     : >"$OUT/wrk.rows"
     for conns in $CONNECTIONS; do
@@ -371,8 +383,11 @@ if [[ $WRK != no ]]; then
     echo "wrk 4 (closed loop, 2 threads, same mix via bench/mix.lua; each run against hello, and each"
     echo "HTTPS run against the cleartext run of its build, round, connection count and gzip):"
     echo
-    echo "| server | round | conns | gzip | req/s | vs hello | vs cleartext | p50 | p99 | max | non-2xx | socket errors |"
-    echo "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|"
+    echo "Server µs/req: the server's CPU time (user + system) over the measured seconds, per request"
+    echo "wrk counted; less sensitive than req/s to what else the box runs."
+    echo
+    echo "| server | round | conns | gzip | req/s | vs hello | vs cleartext | server µs/req | p50 | p99 | max | non-2xx | socket errors |"
+    echo "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
     awk '
         {
             rows[NR] = $0
@@ -385,7 +400,7 @@ if [[ $WRK != no ]]; then
                 h = f[10] " " f[2]; c = f[1]; sub(/-tls$/, "", c); c = c " " f[10] " " f[2] " " f[3]
                 vh = (h in hello && hello[h] > 0) ? sprintf("%.2f", f[4] / hello[h]) : "-"
                 vp = (f[1] ~ /-tls$/ && c in clear && clear[c] > 0) ? sprintf("**%.2f**", f[4] / clear[c]) : "-"
-                printf "| %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[10], f[2], f[3], f[4], vh, vp, f[5], f[6], f[7], f[8], f[9]
+                printf "| %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[10], f[2], f[3], f[4], vh, vp, f[11], f[5], f[6], f[7], f[8], f[9]
             }
         }
     ' "$OUT/wrk.rows"

@@ -20,6 +20,16 @@
 # included) must be there. The table after the main one says so per run;
 # the script exits 1 when a post is missing. The server then starts again.
 #
+# TLS=yes adds `pith-tls`: the same build serving HTTPS (`--tls-cert`,
+# `--tls-key`, a self-signed P-256 certificate made here with openssl) on its
+# own data dir seeded the same way, interleaved after pith (and with
+# EXTRA_PITH, `LABEL-tls` after LABEL). `pith bench http` speaks cleartext
+# only, so the HTTPS servers are loaded by wrk alone (TLS=yes turns WRK=yes
+# on), and wrk's table gives each HTTPS run's ratio to the cleartext run of
+# the same build, round, connection count and gzip. WRK=only skips
+# `pith bench http` altogether:
+#   TLS=yes WRK=only SERVERS="pith" CONNECTIONS=400 REPEAT=3 bench/run.sh
+#
 # Settings (environment, all optional):
 #   MIX=read              read: the 99/1 mix (WRITE_RATIO of posts) | write: 100 % posts
 #   READ_FIRST=3          MIX=write: seconds of reads before each pith run (0: cold cache)
@@ -38,7 +48,10 @@
 #   PIN=no                yes: servers on core 0, load generator on core 1 (taskset)
 #   C_THREADS=8           the C server's prefork threads
 #   PLOT=yes              write OUT/plot.svg (and plot.png with rsvg-convert)
-#   WRK=no                yes: cross-check with wrk (Debian package `wrk`)
+#   WRK=no                yes: cross-check with wrk (Debian package `wrk`), REPEAT rounds
+#                         too | only: wrk runs alone, no `pith bench http` table
+#   TLS=no                yes: add pith-tls, pith over HTTPS (see above); TLS_PORT=18085,
+#                         EXTRA_TLS_PORT=18086
 #   INSTALL_WRK=no        yes: apt-get install wrk when it is missing
 #   HELLO_BODY_BYTES=     N: also load a hello-world server answering N bytes (label
 #                         hello-body), e.g. 9300, a realistic topic's size: what the
@@ -63,6 +76,10 @@ RATE=${RATE:-}
 WRITE_RATIO=${WRITE_RATIO:-0.01}
 REPEAT=${REPEAT:-1}
 WRK=${WRK:-no}
+TLS=${TLS:-no}
+TLS_PORT=${TLS_PORT:-18085}
+EXTRA_TLS_PORT=${EXTRA_TLS_PORT:-18086}
+[[ $TLS == yes && $WRK == no ]] && WRK=yes
 INSTALL_WRK=${INSTALL_WRK:-no}
 PORT=${PORT:-18080}
 HELLO_PORT=${HELLO_PORT:-18081}
@@ -100,7 +117,7 @@ both) GZIP_MODES="no yes" ;;
 *) echo "GZIP must be no, yes or both" >&2; exit 2 ;;
 esac
 
-bench_workdir bench data data-extra
+bench_workdir bench data data-extra 'data-*-tls'
 
 release_binary
 
@@ -144,6 +161,25 @@ if [[ -n $EXTRA_PITH ]]; then
     DB_OF[$EXTRA_LABEL]=$WORK/data-extra/pith.db
     start "$EXTRA_LABEL" "$EXTRA_PORT" "$EXTRA_BIN" serve --listen "127.0.0.1:$EXTRA_PORT" --data-dir "$WORK/data-extra"
     SERVERS=${SERVERS/pith/pith $EXTRA_LABEL}
+fi
+declare -A SCHEME_OF
+# The HTTPS twin of pith build `label` (BINARY) as `label`-tls on `port`.
+start_tls() { # label binary port
+    local label=$1-tls binary=$2 port=$3
+    seed_sqlite "$binary" "$WORK/data-$label"
+    TOKEN_OF[$label]=$("$binary" user add bench --data-dir "$WORK/data-$label" 2>>"$OUT/user.log" | tail -n1)
+    DB_OF[$label]=$WORK/data-$label/pith.db
+    SCHEME_OF[$label]=https
+    start "$label" "$port" "$binary" serve --listen "127.0.0.1:$port" --data-dir "$WORK/data-$label" \
+        --tls-cert "$WORK/cert.pem" --tls-key "$WORK/key.pem"
+    SERVERS=${SERVERS/$1/$1 $label}
+}
+if [[ $TLS == yes ]]; then
+    log "making a self-signed certificate for the HTTPS servers"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=localhost \
+        -addext subjectAltName=DNS:localhost -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>"$OUT/openssl.log"
+    start_tls pith "$BIN" "$TLS_PORT"
+    [[ -z $EXTRA_PITH ]] || start_tls "$EXTRA_LABEL" "$EXTRA_BIN" "$EXTRA_TLS_PORT"
 fi
 
 # Posts stored in the SQLite file `db`.
@@ -227,9 +263,11 @@ bench() { # label gzip connections
 # Interleaved: every server once per round, so slow drifts in what else
 # runs on the box hit all of them alike. Only pith builds compress.
 for conns in $CONNECTIONS; do
+    [[ $WRK == only ]] && break
     for _ in $(seq "$REPEAT"); do
         for server in $SERVERS; do
             case $server in
+            *-tls) ;; # wrk's (below)
             pith*) for gz in $GZIP_MODES; do bench "$server" "$gz" "$conns"; done ;;
             *) bench "$server" no "$conns" ;;
             esac
@@ -249,7 +287,7 @@ echo
 BASELINES=hello
 [[ " $SERVERS " == *" c "* ]] && BASELINES=hello,c
 [[ $MIX == write ]] && BASELINES=c
-"$BIN" bench table --baseline "$BASELINES" "${FILES[@]}"
+((${#FILES[@]} == 0)) || "$BIN" bench table --baseline "$BASELINES" "${FILES[@]}"
 if [[ $MIX == write ]]; then
     echo
     echo "Posts in pith.db after each run, counted once the server was killed with SIGKILL"
@@ -275,7 +313,7 @@ fi
         printf -- "- %s: exited before the end of the runs (see %s)\n" "$label" "$OUT/$label.log"
     fi
 done
-if [[ $PLOT == yes ]]; then
+if [[ $PLOT == yes && ${#FILES[@]} -gt 0 ]]; then
     "$BIN" bench plot --title "$DATASET, $(if [[ -n $RATE ]]; then echo "$RATE req/s"; else echo "closed loop"; fi)" \
         --out "$OUT/plot.svg" "${FILES[@]}"
     command -v rsvg-convert >/dev/null && rsvg-convert -o "$OUT/plot.png" "$OUT/plot.svg"
@@ -288,7 +326,7 @@ if [[ $LOST == yes ]]; then
     exit 1
 fi
 
-if [[ $WRK == yes ]]; then
+if [[ $WRK != no ]]; then
     if ! command -v wrk >/dev/null; then
         if [[ $INSTALL_WRK == yes ]]; then
             log "installing wrk"
@@ -298,47 +336,71 @@ if [[ $WRK == yes ]]; then
             exit 0
         fi
     fi
-    wrk_run() { # label gzip connections
-        local label=$1 gz=$2 conns=$3 file
-        local port=${PORT_OF[$label]}
-        file="$OUT/wrk-$label-$conns-gzip_$gz.txt"
+    wrk_run() { # label gzip connections round
+        local label=$1 gz=$2 conns=$3 round=$4 file
+        local port=${PORT_OF[$label]} scheme=${SCHEME_OF[$label]:-http}
+        file="$OUT/wrk-$label-$conns-gzip_$gz-$round.txt"
         export PITH_TOPICS=$TOPICS PITH_BENCH_TOKEN=${TOKEN_OF[$label]} PITH_WRITE_RATIO=$WRITE_RATIO
         export PITH_ACCEPT_GZIP=$([[ $gz == yes ]] && echo 1 || echo 0)
-        local args=(-t 2 -c "$conns" --timeout 10s -s bench/mix.lua "http://127.0.0.1:$port")
-        log "wrk: $label, $conns connections, gzip $gz"
+        local args=(-t 2 -c "$conns" --timeout 10s -s bench/mix.lua "$scheme://127.0.0.1:$port")
+        log "wrk: $label, $conns connections, gzip $gz, round $round"
         timeout $((WARMUP + 30)) "${BENCH_CPU[@]}" wrk -d "${WARMUP}s" "${args[@]}" >/dev/null
+        local cpu_before cpu_after
+        cpu_before=$(server_ticks "${PID_OF[$label]}")
         timeout $((DURATION + 30)) "${BENCH_CPU[@]}" wrk -d "${DURATION}s" --latency "${args[@]}" >"$file"
-        awk -v label="$label" -v conns="$conns" -v gz="$gz" '
+        cpu_after=$(server_ticks "${PID_OF[$label]}")
+        awk -v label="$label" -v conns="$conns" -v gz="$gz" -v round="$round" \
+            -v ticks=$((cpu_after - cpu_before)) -v hz="$(getconf CLK_TCK)" '
             /^ +Latency +[0-9]/ { max = $4 }
             /^ +50% / { p50 = $2 }
             /^ +99% / { p99 = $2 }
             /^Requests\/sec:/ { rps = $2 }
             /Non-2xx or 3xx/ { bad = $NF }
             /Socket errors:/ { gsub(",", ""); err = $4 + $6 + $8 + $10 }
-            END { printf "%s %s %s %s %s %s %s %d %d\n", label, conns, gz, rps, p50, p99, max, bad, err }
+            / requests in / { n = $1 }
+            END {
+                us = n > 0 ? sprintf("%.1f", ticks * 1e6 / hz / n) : "-"
+                printf "%s %s %s %s %s %s %s %d %d %s %s\n", label, conns, gz, rps, p50, p99, max, bad, err, round, us
+            }
         ' "$file" >>"$OUT/wrk.rows"
+    }
+    # User and system CPU ticks `pid` has used so far.
+    server_ticks() { # pid
+        awk '{ print $14 + $15 }' "/proc/$1/stat"
     }
     : >"$OUT/wrk.rows"
     for conns in $CONNECTIONS; do
-        for server in $SERVERS; do
-            case $server in
-            pith*) for gz in $GZIP_MODES; do wrk_run "$server" "$gz" "$conns"; done ;;
-            *) wrk_run "$server" no "$conns" ;;
-            esac
+        for round in $(seq "$REPEAT"); do
+            for server in $SERVERS; do
+                case $server in
+                pith*) for gz in $GZIP_MODES; do wrk_run "$server" "$gz" "$conns" "$round"; done ;;
+                *) wrk_run "$server" no "$conns" "$round" ;;
+                esac
+            done
         done
     done
     echo
-    echo "Cross-check with wrk 4 (closed loop, 2 threads, same mix via bench/mix.lua; vs hello):"
+    echo "wrk 4 (closed loop, 2 threads, same mix via bench/mix.lua; each run against hello, and each"
+    echo "HTTPS run against the cleartext run of its build, round, connection count and gzip):"
     echo
-    echo "| server | conns | gzip | req/s | vs hello | p50 | p99 | max | non-2xx | socket errors |"
-    echo "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|"
+    echo "Server µs/req: the server's CPU time (user + system) over the measured seconds, per request"
+    echo "wrk counted; less sensitive than req/s to what else the box runs."
+    echo
+    echo "| server | round | conns | gzip | req/s | vs hello | vs cleartext | server µs/req | p50 | p99 | max | non-2xx | socket errors |"
+    echo "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
     awk '
-        { rows[NR] = $0; if ($1 == "hello") base[$2] = $4 }
+        {
+            rows[NR] = $0
+            if ($1 == "hello") hello[$10 " " $2] = $4
+            clear[$1 " " $10 " " $2 " " $3] = $4
+        }
         END {
             for (i = 1; i <= NR; i++) {
                 split(rows[i], f, " ")
-                ratio = (f[2] in base && base[f[2]] > 0) ? sprintf("%.2f", f[4] / base[f[2]]) : "-"
-                printf "| %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", f[1], f[2], f[3], f[4], ratio, f[5], f[6], f[7], f[8], f[9]
+                h = f[10] " " f[2]; c = f[1]; sub(/-tls$/, "", c); c = c " " f[10] " " f[2] " " f[3]
+                vh = (h in hello && hello[h] > 0) ? sprintf("%.2f", f[4] / hello[h]) : "-"
+                vp = (f[1] ~ /-tls$/ && c in clear && clear[c] > 0) ? sprintf("**%.2f**", f[4] / clear[c]) : "-"
+                printf "| %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[10], f[2], f[3], f[4], vh, vp, f[11], f[5], f[6], f[7], f[8], f[9]
             }
         }
     ' "$OUT/wrk.rows"

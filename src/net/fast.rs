@@ -16,7 +16,8 @@
 //! if hyper had read them. hyper has no hook for this, hence by hand.
 //!
 //! The answer is the hot path's (`hot::Answer::answer_framed`), with the
-//! `content-length` and `date` headers hyper would add.
+//! `content-length` and `date` headers hyper would add. TLS connections
+//! take the same path through rustls (`fast_tls`).
 
 use std::cell::RefCell;
 use std::io::{self, IoSlice};
@@ -111,7 +112,7 @@ pub enum Read {
 
 /// Longest request head the fast path reads; a longer one (a browser's,
 /// with cookies) goes to hyper, which reads the rest.
-const MAX_HEAD: usize = 2048;
+pub const MAX_HEAD: usize = 2048;
 
 /// Most headers the fast path parses; more go to hyper.
 const MAX_HEADERS: usize = 24;

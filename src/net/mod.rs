@@ -4,7 +4,8 @@
 //!   timeouts, HTTP/1.1 and HTTP/2 (by ALPN or prior knowledge).
 //! - `idle`: keep-alive connections parked between requests without
 //!   hyper's buffers, and the hand-off of upgraded sockets to `live`.
-//! - `fast`: a parked connection's cached-topic answer, without hyper.
+//! - `fast`: a parked connection's cached-topic answer, without hyper;
+//!   `fast_tls` the same through rustls.
 //! - `hot`: cached public topics answered before the router.
 //! - `tls`: rustls, certificate files and their reload on SIGHUP.
 //! - `deadline`: the whole-request time limit.
@@ -13,6 +14,7 @@
 
 pub mod deadline;
 pub mod fast;
+pub mod fast_tls;
 pub mod hot;
 pub mod idle;
 pub mod server;

@@ -126,8 +126,10 @@ pub async fn serve(
         tokio::spawn(async move {
             // A client that never finishes its handshake must not keep its
             // slot for longer than one that never sends its headers.
-            match tokio::time::timeout(handshake_timeout, tls.acceptor.accept(tcp)).await {
-                Ok(Ok(stream)) => idle::serve_tls(stream, front, settings, stopping).await,
+            // Boxed, both: the handshake's state is freed once it is done,
+            // and the parked connection's task stays small (`idle::serve_tls`).
+            match Box::pin(tokio::time::timeout(handshake_timeout, tls.acceptor.accept(tcp))).await {
+                Ok(Ok(stream)) => idle::serve_tls(Box::new(stream), front, settings, stopping).await,
                 Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
             }

@@ -113,24 +113,25 @@ fn to_map(headers: &[(&str, &str)]) -> HeaderMap {
     map
 }
 
-/// A raw keep-alive connection: what goes on the wire, both ways.
-struct Raw(tokio::net::TcpStream, Vec<u8>);
+/// A raw keep-alive connection, over a socket or TLS (`tls_fast`): what
+/// goes on the wire, both ways.
+pub struct Raw<S = tokio::net::TcpStream>(pub S, pub Vec<u8>);
 
 /// A response as read off the wire: status, headers in order, body.
 #[derive(Debug)]
-struct Wire {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+pub struct Wire {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
 }
 
 impl Wire {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 
     /// The headers but `date` (and the request id when it is a fresh one).
-    fn comparable(&self, keep_id: bool) -> Vec<(String, String)> {
+    pub fn comparable(&self, keep_id: bool) -> Vec<(String, String)> {
         let mut h: Vec<_> =
             self.headers.iter().filter(|(n, _)| n != "date" && (keep_id || n != "x-request-id")).cloned().collect();
         h.sort();
@@ -143,18 +144,22 @@ impl Raw {
         let tcp = tokio::net::TcpStream::connect(app.addr.trim_start_matches("http://")).await.expect("connect");
         Raw(tcp, Vec::new())
     }
+}
 
-    async fn send(&mut self, bytes: &[u8]) {
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Raw<S> {
+    /// Writes `bytes` and flushes them (a TLS stream's records go out then).
+    pub async fn send(&mut self, bytes: &[u8]) {
         use tokio::io::AsyncWriteExt;
         self.0.write_all(bytes).await.expect("send");
+        self.0.flush().await.expect("flush");
     }
 
-    async fn get(&mut self, path: &str, extra: &str) -> Wire {
+    pub async fn get(&mut self, path: &str, extra: &str) -> Wire {
         self.send(format!("GET {path} HTTP/1.1\r\nhost: pith\r\n{extra}\r\n").as_bytes()).await;
         self.response().await
     }
 
-    async fn response(&mut self) -> Wire {
+    pub async fn response(&mut self) -> Wire {
         loop {
             let mut headers = [httparse::EMPTY_HEADER; 32];
             let mut res = httparse::Response::new(&mut headers);

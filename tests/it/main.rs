@@ -56,6 +56,7 @@
 //! - `idle`: keep-alive connections parked between requests (no hyper
 //!   buffers while idle): pipelining, split requests, h2c, shutdown, memory.
 //! - `tls`: TLS 1.3, HTTP/2 by ALPN, wss, certificate reload on SIGHUP.
+//! - `tls_fast`: cached topics answered by parked TLS connections as hyper would.
 //! - `crash`: the real binary under SIGKILL and SIGTERM.
 //! - `faults`: SIGKILL under load, a full disk, a read-only database.
 //!
@@ -124,5 +125,6 @@ mod setup;
 mod store;
 mod support;
 mod tls;
+mod tls_fast;
 mod votes;
 mod writes;

@@ -119,13 +119,13 @@ impl TlsServer {
 
 /// A TLS handshake with `localhost` on `port` (owned arguments, so that
 /// spawned tasks can open connections).
-async fn tls_connect(port: u16, config: Arc<ClientConfig>) -> std::io::Result<TlsStream<TcpStream>> {
+pub async fn tls_connect(port: u16, config: Arc<ClientConfig>) -> std::io::Result<TlsStream<TcpStream>> {
     let tcp = TcpStream::connect(("127.0.0.1", port)).await?;
     let name = ServerName::try_from("localhost").expect("name");
     TlsConnector::from(config).connect(name, tcp).await
 }
 
-fn client_config(trusted: &[&Cert], alpn: &[u8]) -> Arc<ClientConfig> {
+pub fn client_config(trusted: &[&Cert], alpn: &[u8]) -> Arc<ClientConfig> {
     let mut roots = RootCertStore::empty();
     for cert in trusted {
         roots.add(cert.der.clone()).expect("root");

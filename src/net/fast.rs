@@ -45,8 +45,9 @@ impl Framed {
     }
 }
 
-/// A response head for `status` with `headers`, then `content-length`
-/// when there is a body (a 304 has none, as hyper sends it) and `date`.
+/// A response head for `status` with `headers` (those with an empty value
+/// left out), then `content-length` when there is a body (a 304 has none,
+/// as hyper sends it) and `date`.
 pub fn frame(status: StatusCode, headers: &[(&str, &[u8])], body: Option<Bytes>) -> Framed {
     let mut head = Vec::with_capacity(256);
     head.extend_from_slice(b"HTTP/1.1 ");
@@ -60,7 +61,7 @@ pub fn frame(status: StatusCode, headers: &[(&str, &[u8])], body: Option<Bytes>)
         head.extend_from_slice(value);
         head.extend_from_slice(b"\r\n");
     };
-    for (name, value) in headers {
+    for (name, value) in headers.iter().filter(|(_, value)| !value.is_empty()) {
         line(name, value);
     }
     if let Some(body) = &body {

@@ -56,6 +56,9 @@ pub struct Hot<S> {
     /// The 200 and 304 series of `ROUTE`, looked up once; `None` when
     /// metrics are off.
     series: Option<(Series, Series)>,
+    /// Strict-Transport-Security, as the router's layer adds it to every
+    /// answer of a site served over https; `None` otherwise.
+    hsts: Option<HeaderValue>,
 }
 
 impl<S: Store> Hot<S> {
@@ -64,7 +67,8 @@ impl<S: Store> Hot<S> {
             let http = &state.metrics.http;
             (http.series(ROUTE, "GET", "2xx"), http.series(ROUTE, "GET", "3xx"))
         });
-        Hot { state, series }
+        let hsts = state.web.hsts();
+        Hot { state, series, hsts }
     }
 
     /// The cached public rendering a GET of `path?query` asks for, when the
@@ -104,6 +108,9 @@ impl<S: Store> Answer for Hot<S> {
         let rendered = self.rendered(uri.path(), uri.query(), &accepted)?;
         let mut res = respond(&rendered, headers, Audience::Public);
         res.headers_mut().insert(request_id::HEADER.clone(), request_id::of(headers));
+        if let Some(hsts) = &self.hsts {
+            res.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
+        }
         self.record(res.status(), started);
         Some(res)
     }
@@ -119,21 +126,20 @@ impl<S: Store> Answer for Hot<S> {
         let rendered = self.rendered(path, query, &accepted)?;
         let a = rendered.answer(header("if-none-match"), &accepted, Audience::Public);
         let id = request_id::of_value(header(request_id::HEADER.as_str()));
-        let lines: [(&str, &[u8]); 6] = [
-            ("content-type", a.content_type.as_bytes()),
+        // A 304 has no content type (as `respond`'s), a plain body no
+        // encoding, a site without https no HSTS: `frame` leaves out what
+        // is empty.
+        let coded = a.body.is_some() && a.encoding != Encoding::Identity;
+        let lines: [(&str, &[u8]); 7] = [
+            ("content-type", if a.body.is_some() { a.content_type.as_bytes() } else { b"" }),
             ("etag", a.etag.as_bytes()),
             ("vary", a.vary.as_bytes()),
             ("cache-control", a.cache_control.as_bytes()),
             ("x-request-id", id.as_bytes()),
-            ("content-encoding", a.encoding.name().as_bytes()),
+            ("strict-transport-security", self.hsts.as_ref().map_or(&b""[..], HeaderValue::as_bytes)),
+            ("content-encoding", if coded { a.encoding.name().as_bytes() } else { b"" }),
         ];
-        // A 304 has no content type (as `respond`'s), a plain body no encoding.
-        let lines = match (a.body.is_some(), a.encoding) {
-            (false, _) => &lines[1..5],
-            (true, Encoding::Identity) => &lines[..5],
-            (true, _) => &lines[..],
-        };
-        let framed = fast::frame(a.status, lines, a.body.cloned());
+        let framed = fast::frame(a.status, &lines, a.body.cloned());
         self.record(a.status, started);
         self.state.metrics.http.fast_answers.inc();
         Some(framed)

@@ -49,6 +49,9 @@ impl TlsFront {
 #[tokio::test]
 async fn a_parked_tls_connection_answers_cached_topics_as_hyper_and_the_router_would() {
     let (app, topic, alice) = app_with_a_long_topic().await;
+    // An https site: the router sends HSTS on every answer, so must the
+    // fast path and the hot path.
+    app.state.web.set_public_url("https://forum.example", 365);
     let front = TlsFront::start(&app).await;
     let hot = format!("/api/v1/topics/{topic}?sort=best");
     let routed = format!("{hot}&via=router");
@@ -76,9 +79,19 @@ async fn a_parked_tls_connection_answers_cached_topics_as_hyper_and_the_router_w
         assert_eq!((parked.status, &parked.body), (by_hyper.status, &by_hyper.body), "{extra:?}");
         assert_eq!(parked.comparable(sent_id), by_hyper.comparable(sent_id), "{extra:?}");
         assert_eq!((parked.status, &parked.body), (by_router.status, &by_router.body), "{extra:?}");
-        for name in ["content-type", "content-encoding", "etag", "vary", "cache-control", "content-length"] {
+        for name in [
+            "content-type",
+            "content-encoding",
+            "etag",
+            "vary",
+            "cache-control",
+            "content-length",
+            "strict-transport-security",
+        ] {
             assert_eq!(parked.header(name), by_router.header(name), "{name} with {extra:?}");
+            assert_eq!(by_hyper.header(name), by_router.header(name), "{name} with {extra:?}");
         }
+        assert_eq!(parked.header("strict-transport-security"), Some("max-age=31536000"), "{extra:?}");
         assert_eq!(parked.header("content-encoding"), coding, "{extra:?}");
     }
 

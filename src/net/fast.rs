@@ -43,6 +43,20 @@ impl Framed {
     pub fn body(&self) -> &Bytes {
         &self.body
     }
+
+    /// Head and body together.
+    pub fn wire_len(&self) -> usize {
+        self.head.len() + self.body.len()
+    }
+
+    /// What is left after the first `from` bytes: the rest of the head,
+    /// then the rest of the body.
+    pub fn rest(&self, from: usize) -> [IoSlice<'_>; 2] {
+        match from.checked_sub(self.head.len()) {
+            None => [IoSlice::new(&self.head[from..]), IoSlice::new(&self.body)],
+            Some(into_body) => [IoSlice::new(&[]), IoSlice::new(&self.body[into_body..])],
+        }
+    }
 }
 
 /// A response head for `status` with `headers` (those with an empty value
@@ -167,22 +181,37 @@ pub fn header<'h>(headers: &[httparse::Header<'h>], name: &str) -> Option<&'h [u
 /// Writes `framed`, waiting at most `limit` for the client to take it;
 /// `false` if it did not or the socket failed.
 pub async fn send(tcp: &TcpStream, framed: Framed, limit: Duration) -> bool {
-    match write(tcp, &framed, 0) {
+    send_with(tcp, framed, limit, |framed, sent| write(tcp, framed, sent)).await
+}
+
+/// Sends `framed` in turns of `write`, which sends what the socket takes
+/// after the first `sent` bytes (`None` once all is sent, else how much
+/// is), waiting at most `limit` in all for the socket between turns;
+/// `false` if the client did not take it or the socket failed. The TLS
+/// fast path sends through rustls with its own `write`.
+pub async fn send_with<W>(tcp: &TcpStream, framed: Framed, limit: Duration, mut write: W) -> bool
+where
+    W: FnMut(&Framed, usize) -> io::Result<Option<usize>>,
+{
+    match write(&framed, 0) {
         Ok(None) => true,
         // Boxed: the wait is rare, and its timer would make every parked
         // connection's task larger.
-        Ok(Some(sent)) => Box::pin(send_rest(tcp, framed, sent, limit)).await,
+        Ok(Some(sent)) => Box::pin(send_rest(tcp, framed, sent, limit, write)).await,
         Err(_) => false,
     }
 }
 
-async fn send_rest(tcp: &TcpStream, framed: Framed, mut sent: usize, limit: Duration) -> bool {
+async fn send_rest<W>(tcp: &TcpStream, framed: Framed, mut sent: usize, limit: Duration, mut write: W) -> bool
+where
+    W: FnMut(&Framed, usize) -> io::Result<Option<usize>>,
+{
     let deadline = tokio::time::Instant::now() + limit;
     loop {
         if !matches!(tokio::time::timeout_at(deadline, tcp.writable()).await, Ok(Ok(()))) {
             return false;
         }
-        match write(tcp, &framed, sent) {
+        match write(&framed, sent) {
             Ok(None) => return true,
             Ok(Some(now)) => sent = now,
             Err(_) => return false,
@@ -193,13 +222,8 @@ async fn send_rest(tcp: &TcpStream, framed: Framed, mut sent: usize, limit: Dura
 /// Writes what the socket takes of `framed` after its first `sent` bytes:
 /// `None` once all is written, else how much is.
 fn write(tcp: &TcpStream, framed: &Framed, mut sent: usize) -> io::Result<Option<usize>> {
-    let total = framed.head.len() + framed.body.len();
-    while sent < total {
-        let (head, body) = match sent.checked_sub(framed.head.len()) {
-            None => (&framed.head[sent..], &framed.body[..]),
-            Some(into_body) => (&[][..], &framed.body[into_body..]),
-        };
-        match tcp.try_write_vectored(&[IoSlice::new(head), IoSlice::new(body)]) {
+    while sent < framed.wire_len() {
+        match tcp.try_write_vectored(&framed.rest(sent)) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => sent += n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Some(sent)),

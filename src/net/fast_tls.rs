@@ -90,33 +90,7 @@ pub fn read(tcp: &TcpStream, tls: &mut ServerConnection, hot: &dyn Answer) -> Re
 /// its records, waiting at most `limit` for the client to take them;
 /// `false` if it did not or the connection failed.
 pub async fn send(tcp: &TcpStream, tls: &mut ServerConnection, framed: Framed, limit: Duration) -> bool {
-    match write(tcp, tls, &framed, 0) {
-        Ok(None) => true,
-        // Boxed, as `fast::send`'s wait is: rare, and its timer would
-        // make every parked connection's task larger.
-        Ok(Some(taken)) => Box::pin(send_rest(tcp, tls, framed, taken, limit)).await,
-        Err(_) => false,
-    }
-}
-
-async fn send_rest(
-    tcp: &TcpStream,
-    tls: &mut ServerConnection,
-    framed: Framed,
-    mut taken: usize,
-    limit: Duration,
-) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if !matches!(tokio::time::timeout_at(deadline, tcp.writable()).await, Ok(Ok(()))) {
-            return false;
-        }
-        match write(tcp, tls, &framed, taken) {
-            Ok(None) => return true,
-            Ok(Some(now)) => taken = now,
-            Err(_) => return false,
-        }
-    }
+    fast::send_with(tcp, framed, limit, |framed, taken| write(tcp, tls, framed, taken)).await
 }
 
 /// Hands rustls what it takes of `framed` after the first `taken` bytes
@@ -125,18 +99,12 @@ async fn send_rest(
 /// as its send buffer allows (64 KB by default), so a large answer goes
 /// in turns.
 fn write(tcp: &TcpStream, tls: &mut ServerConnection, framed: &Framed, mut taken: usize) -> io::Result<Option<usize>> {
-    let (head, body) = (framed.head(), framed.body());
-    let total = head.len() + body.len();
     loop {
-        if taken < total {
-            let (head, body) = match taken.checked_sub(head.len()) {
-                None => (&head[taken..], &body[..]),
-                Some(into_body) => (&[][..], &body[into_body..]),
-            };
-            taken += io::Write::write_vectored(&mut tls.writer(), &[IoSlice::new(head), IoSlice::new(body)])?;
+        if taken < framed.wire_len() {
+            taken += io::Write::write_vectored(&mut tls.writer(), &framed.rest(taken))?;
         }
         if !tls.wants_write() {
-            if taken < total {
+            if taken < framed.wire_len() {
                 return Err(io::ErrorKind::WriteZero.into());
             }
             return Ok(None);

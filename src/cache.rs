@@ -18,6 +18,14 @@
 //! more (`Restricted`), so the handler can tell, without a query for
 //! anonymous readers, whether a request needs a private rendering instead.
 //!
+//! Scores in place: a vote on a topic changes one number in its API
+//! renderings. `rescore` puts the new score into the cached bytes instead
+//! of evicting them (a voted topic was otherwise rendered again at every
+//! vote). Votes are numbered in the order they committed, and their
+//! changes may take effect in another order (each in its own task), so a
+//! topic remembers the number of the last score it took, and an older one
+//! changes nothing: the newer score already counts it.
+//!
 //! Single flight: when many requests miss the same entry at once, one
 //! renders and the others wait for its bytes. An invalidation also forgets
 //! the renders in flight, so a read that starts after a write never waits
@@ -124,6 +132,11 @@ impl Rendered {
     /// A public HTML rendering (the signed-out page, or one post).
     pub fn html(body: Vec<u8>, restricted: Option<Restricted>) -> Rendered {
         Rendered::of(Format::Html, body, restricted)
+    }
+
+    /// Another body for the same view: what `TopicCache::rescore`'s patch makes.
+    pub fn with_body(&self, body: Vec<u8>) -> Rendered {
+        Rendered::of(self.format, body, self.restricted.clone())
     }
 
     fn of(format: Format, body: Vec<u8>, restricted: Option<Restricted>) -> Rendered {
@@ -409,6 +422,9 @@ struct Inner {
     /// Bumped by `clear`: a render begun before it may not be stored.
     epoch: u64,
     generations: HashMap<i64, u64>,
+    /// The number of the last vote whose score each topic took
+    /// (`rescore`); cleared with `generations`.
+    score_seqs: HashMap<i64, u64>,
     in_flight: HashMap<Key, Flight>,
     bytes: usize,
 }
@@ -428,6 +444,26 @@ impl Inner {
             }
         }
         found
+    }
+
+    /// Stores a render unless the topic changed since `ticket` was taken.
+    fn insert(&mut self, key: Key, ticket: Ticket, value: Arc<Rendered>, budget: usize) {
+        let weight = value.weight();
+        if weight > budget / 4 {
+            return; // one huge topic must not flush everything else
+        }
+        if self.epoch != ticket.0 || self.generations.get(&key.0).copied().unwrap_or(0) != ticket.1 {
+            return;
+        }
+        let slot = self.entries.get_or_insert_mut(key.0, Slot::default);
+        let old = slot.insert(key.1, value.clone()).map_or(0, |old| {
+            old.retire();
+            old.weight()
+        });
+        slot.weight = slot.weight + weight - old;
+        self.bytes = self.bytes + weight - old;
+        self.index.insert(key, value);
+        self.shrink(budget);
     }
 
     /// Takes `topic`'s slot out of both maps.
@@ -512,6 +548,7 @@ impl TopicCache {
                 index: HashMap::default(),
                 epoch: 0,
                 generations: HashMap::new(),
+                score_seqs: HashMap::new(),
                 in_flight: HashMap::new(),
                 bytes: 0,
             })),
@@ -638,23 +675,7 @@ impl TopicCache {
 
     /// Stores a render unless the topic changed since `ticket` was taken.
     pub fn insert(&self, key: Key, ticket: Ticket, value: Arc<Rendered>) {
-        let weight = value.weight();
-        if weight > self.budget / 4 {
-            return; // one huge topic must not flush everything else
-        }
-        let mut inner = self.lock();
-        if inner.epoch != ticket.0 || inner.generations.get(&key.0).copied().unwrap_or(0) != ticket.1 {
-            return;
-        }
-        let slot = inner.entries.get_or_insert_mut(key.0, Slot::default);
-        let old = slot.insert(key.1, value.clone()).map_or(0, |old| {
-            old.retire();
-            old.weight()
-        });
-        slot.weight = slot.weight + weight - old;
-        inner.bytes = inner.bytes + weight - old;
-        inner.index.insert(key, value);
-        inner.shrink(self.budget);
+        self.lock().insert(key, ticket, value, self.budget);
     }
 
     /// Evicts every rendering of `topic` (JSON, pages, posts) and forgets
@@ -680,9 +701,72 @@ impl TopicCache {
         if inner.generations.len() > 1_000_000 {
             inner.epoch += 1;
             inner.generations.clear();
+            inner.score_seqs.clear();
             inner.clear();
         }
         old
+    }
+
+    /// After vote number `seq` on `topic` committed: puts its score into
+    /// the topic's cached renderings (`patch` makes each new one from the
+    /// old; those it returns `None` for, the pages among them, are evicted)
+    /// and voids the renders in flight, as a write does. Nothing happens
+    /// for a vote older than the last one the topic took. Returns `Some` when it
+    /// had to evict everything instead (nothing cached, or a render or
+    /// another write replaced a rendering meanwhile), with what
+    /// `invalidate` returns.
+    pub fn rescore(
+        &self,
+        topic: i64,
+        seq: u64,
+        patch: impl Fn(Variant, &Rendered) -> Option<Rendered>,
+    ) -> Option<Vec<Variant>> {
+        // Twice: a concurrent vote may replace the renderings between the
+        // copy and the swap.
+        for _ in 0..2 {
+            let old: Vec<(Variant, Arc<Rendered>)> = {
+                let inner = self.lock();
+                if inner.score_seqs.get(&topic).is_some_and(|&last| last >= seq) {
+                    return None;
+                }
+                match inner.entries.peek(&topic) {
+                    Some(slot) => slot.variants.clone(),
+                    None => break,
+                }
+            };
+            // The copies and their hashes are made outside the lock.
+            let new: Vec<(Variant, Option<Arc<Rendered>>)> =
+                old.iter().map(|(v, r)| (*v, patch(*v, r).map(Arc::new))).collect();
+            let mut inner = self.lock();
+            if inner.score_seqs.get(&topic).is_some_and(|&last| last >= seq) {
+                return None;
+            }
+            let unchanged = inner.entries.peek(&topic).is_some_and(|slot| {
+                slot.variants.len() == old.len()
+                    && slot.variants.iter().zip(&old).all(|((v, r), (ov, or))| v == ov && Arc::ptr_eq(r, or))
+            });
+            if !unchanged {
+                continue;
+            }
+            inner.score_seqs.insert(topic, seq);
+            *inner.generations.entry(topic).or_insert(0) += 1;
+            inner.in_flight.retain(|key, _| key.0 != topic);
+            let Some(slot) = inner.remove(topic) else { break };
+            let ticket = Ticket(inner.epoch, inner.generations.get(&topic).copied().unwrap_or(0));
+            for (variant, rendered) in new {
+                if let Some(rendered) = rendered {
+                    inner.insert((topic, variant), ticket, rendered, self.budget);
+                }
+            }
+            drop(inner);
+            drop(slot);
+            return None;
+        }
+        let mut inner = self.lock();
+        let last = inner.score_seqs.entry(topic).or_insert(0);
+        *last = (*last).max(seq);
+        drop(inner);
+        Some(self.invalidate(topic))
     }
 
     /// Drops every entry, and every render in flight may not be stored:
@@ -983,6 +1067,50 @@ mod tests {
         assert_eq!(&missed.expect("render").body[..], b"missed");
         assert_eq!(cache.invalidate(8), [key.1], "rendered for a reader who missed: read");
         assert_eq!(cache.invalidate(8), Vec::<Variant>::new(), "nothing cached");
+    }
+
+    /// `rescore`'s patch in these tests: the body with its number replaced.
+    fn scored(score: i64) -> impl Fn(Variant, &Rendered) -> Option<Rendered> {
+        move |variant, old| match variant {
+            Variant::Json(_) => Some(old.with_body(format!("score {score}").into_bytes())),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_vote_puts_its_score_into_the_cached_json_and_evicts_the_pages() {
+        let cache = TopicCache::new(1 << 20);
+        let (json, page) = ((6, Variant::Json(PostSort::Best)), (6, Variant::Page(PostSort::Best)));
+        cache.insert(json, cache.ticket(6), render("score 0"));
+        cache.insert(page, cache.ticket(6), render("<p>score 0</p>"));
+        let before = cache.get(json).expect("cached");
+        let in_flight = cache.ticket(6);
+        assert_eq!(cache.rescore(6, 10, scored(1)), None, "rescored in place");
+        let after = cache.get(json).expect("still cached");
+        assert_eq!(&after.body[..], b"score 1");
+        assert_ne!(after.etag, before.etag, "a new validator");
+        assert!(before.retired(), "the old rendering is let go");
+        assert!(cache.get(page).is_none(), "pages render again on their next request");
+        cache.insert(json, in_flight, render("score 0, rendered before the vote"));
+        assert_eq!(&cache.get(json).expect("cached").body[..], b"score 1", "a render from before is void");
+        assert_eq!(cache.bytes(), after.weight(), "the byte count follows");
+    }
+
+    #[test]
+    fn an_older_vote_taking_effect_late_changes_nothing() {
+        let cache = TopicCache::new(1 << 20);
+        let json = (6, Variant::Json(PostSort::Best));
+        cache.insert(json, cache.ticket(6), render("score 0"));
+        assert_eq!(cache.rescore(6, 11, scored(2)), None);
+        assert_eq!(cache.rescore(6, 10, scored(1)), None, "vote 10 committed before vote 11");
+        assert_eq!(&cache.get(json).expect("cached").body[..], b"score 2");
+
+        // Nothing cached: the topic is evicted as after any write, and a
+        // later render (which reads vote 21) is not undone by vote 20.
+        assert_eq!(cache.rescore(7, 21, scored(5)), Some(Vec::new()));
+        cache.insert((7, Variant::Json(PostSort::Best)), cache.ticket(7), render("score 5"));
+        assert_eq!(cache.rescore(7, 20, scored(4)), None);
+        assert_eq!(&cache.get((7, Variant::Json(PostSort::Best))).expect("cached").body[..], b"score 5");
     }
 
     /// A JSON body of `n` posts, as compressible as a topic's.

@@ -189,6 +189,11 @@ pub struct VoteOutcome {
     pub vote: i8,
     #[serde(skip)]
     pub topic_id: i64,
+    /// The vote's number in the order the store committed votes, when it
+    /// has one order (SQLite's one writer); the cache tells an older score
+    /// from a newer one by it (`cache::TopicCache::rescore`).
+    #[serde(skip)]
+    pub seq: Option<u64>,
 }
 
 /// Reddit's "hot" rank: order of magnitude of the score plus age, in

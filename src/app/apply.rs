@@ -23,7 +23,9 @@ pub fn apply<S: Store>(state: &AppState<S>, change: Change) {
 /// live event, framed once for every subscriber. A change from another
 /// node comes in here and goes no further, so nothing echoes.
 pub fn apply_here<S: Store>(state: &AppState<S>, change: &Change) {
-    if let Some(topic) = change.stale_topic() {
+    if let Some((topic, seq, score)) = change.topic_score() {
+        super::read::rescore(state, topic, seq, score);
+    } else if let Some(topic) = change.stale_topic() {
         super::read::evict(state, topic);
     }
     let hub = &state.live;

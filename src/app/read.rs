@@ -113,8 +113,14 @@ impl<'a> ListedPost<'a> {
 /// reader renders it. The pages and post fragments render on their next
 /// request.
 pub fn evict<S: Store>(state: &AppState<S>, topic: i64) {
-    let api: Vec<(PostSort, bool)> =
-        state.cache.invalidate(topic).into_iter().filter_map(Variant::json_params).collect();
+    let read = state.cache.invalidate(topic);
+    render_ahead(state, topic, read);
+}
+
+/// Renders again, in the background, the API renderings among `read`
+/// (what `invalidate` evicted that readers had got).
+fn render_ahead<S: Store>(state: &AppState<S>, topic: i64, read: Vec<Variant>) {
+    let api: Vec<(PostSort, bool)> = read.into_iter().filter_map(Variant::json_params).collect();
     if api.is_empty() {
         return;
     }
@@ -127,6 +133,48 @@ pub fn evict<S: Store>(state: &AppState<S>, topic: i64) {
             let _ = state.cache.render_ahead(key, || render(&state, topic, sort, html, None, Viewer::Public)).await;
         }
     });
+}
+
+/// After vote number `seq` on `topic` (its own score, now `score`)
+/// committed: its cached API renderings take the new score in place
+/// (`TopicCache::rescore`), which costs a copy of their bytes where
+/// evicting them cost a render from the database at every vote
+/// (docs/PERFORMANCE.md, "Inbound federation"); its pages are evicted.
+/// When it cannot, the topic is evicted as after any write.
+pub fn rescore<S: Store>(state: &AppState<S>, topic: i64, seq: u64, score: i64) {
+    let patch = |variant: Variant, old: &Rendered| match variant {
+        Variant::Json(_) | Variant::JsonHtml(_) | Variant::JsonAfter(..) => {
+            with_topic_score(&old.body, score).map(|body| old.with_body(body))
+        }
+        Variant::Page(_) | Variant::Post(_) | Variant::PageAfter(_) | Variant::Thread(..) => None,
+    };
+    if let Some(read) = state.cache.rescore(topic, seq, patch) {
+        render_ahead(state, topic, read);
+    }
+}
+
+/// `body` (a `TopicResponse`) with the topic's `score` set to `score`;
+/// `None` if it is not one (the empty public view of a removed topic).
+/// The topic comes first and has no nested objects, so the first
+/// `,"score":` is its own: inside a JSON string a quote is always
+/// escaped, so those bytes cannot be part of a title or a body.
+fn with_topic_score(body: &[u8], score: i64) -> Option<Vec<u8>> {
+    const TOPIC: &[u8] = b"{\"topic\":{";
+    const KEY: &[u8] = b",\"score\":";
+    if !body.starts_with(TOPIC) {
+        return None;
+    }
+    let at = body.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let digits =
+        body[at..].iter().enumerate().take_while(|&(i, &b)| b.is_ascii_digit() || (i == 0 && b == b'-')).count();
+    if digits == 0 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(body.len() + 20);
+    out.extend_from_slice(&body[..at]);
+    out.extend_from_slice(itoa::Buffer::new().format(score).as_bytes());
+    out.extend_from_slice(&body[at + digits..]);
+    Some(out)
 }
 
 /// The public API rendering of a topic (of its page from `after`), from
@@ -252,5 +300,55 @@ pub async fn privileged_viewer<S: Store>(
         Ok(true) => Some(Viewer::Moderator),
         _ if restricted.concerns(user.id) => Some(Viewer::Author(user.id)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vote_changes_the_topics_score_and_nothing_else() {
+        let body = br#"{"topic":{"id":1,"title":"a,\"score\":7","body":"x","locked":false,"score":-3,"post_count":2},"posts":[{"id":2,"score":5}]}"#;
+        let new = with_topic_score(body, 12).expect("a topic rendering");
+        let want = br#"{"topic":{"id":1,"title":"a,\"score\":7","body":"x","locked":false,"score":12,"post_count":2},"posts":[{"id":2,"score":5}]}"#;
+        assert_eq!(String::from_utf8_lossy(&new), String::from_utf8_lossy(want));
+        let back = with_topic_score(&new, -3).expect("a topic rendering");
+        assert_eq!(&back[..], &body[..]);
+    }
+
+    #[test]
+    fn what_is_not_a_topic_rendering_is_left_alone() {
+        assert_eq!(with_topic_score(b"", 1), None, "the public view of a removed topic");
+        assert_eq!(with_topic_score(br#"{"posts":[{"id":2,"score":5}]}"#, 1), None);
+        assert_eq!(with_topic_score(br#"{"topic":{"id":1,"score":null}}"#, 1), None);
+    }
+
+    #[test]
+    fn a_rendered_topic_is_patched_where_it_says_its_score() {
+        let topic = Topic {
+            id: 4,
+            community: "c".into(),
+            author: Some("ann".into()),
+            title: r#"the ,"score":1 trick"#.into(),
+            body: Some(r#"quote "score":9"#.into()),
+            body_html: None,
+            url: None,
+            created_at: Timestamp(0),
+            edited_at: None,
+            deleted: false,
+            removed: false,
+            locked: false,
+            score: 41,
+            post_count: 0,
+            community_id: 1,
+            author_id: 1,
+            inbox: Vec::new(),
+        };
+        let render = |topic: &Topic| {
+            serde_json::to_vec(&TopicResponse { topic, posts: Vec::new(), next: None }).expect("serialises")
+        };
+        let patched = with_topic_score(&render(&topic), 42).expect("a topic rendering");
+        assert_eq!(patched, render(&Topic { score: 42, ..topic }));
     }
 }

@@ -27,7 +27,7 @@ pub async fn cast_vote<S: Store>(
     commit(state, move |st| async move {
         let outcome = st.store.vote(&user, target, value).await?;
         let by = Some(Voter { user_id: user.id, name: user.name, value });
-        apply(&st, Change::Scored { topic_id: outcome.topic_id, post_id, score: outcome.score, by });
+        apply(&st, Change::Scored { topic_id: outcome.topic_id, post_id, score: outcome.score, by, seq: outcome.seq });
         Ok(outcome)
     })
     .await

@@ -53,6 +53,7 @@ mod tests {
                     post_id: Some(70),
                     score: 2,
                     by: Some(crate::model::change::Voter { user_id: 3, name: "ann".into(), value: 1 }),
+                    seq: None,
                 }),
             },
             Msg::Flush,

@@ -55,6 +55,11 @@ pub enum Change {
         score: i64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<Voter>,
+        /// The vote's number in the order its store committed votes
+        /// (`VoteOutcome::seq`), when it knows one. Numbers of one process:
+        /// never sent to other nodes.
+        #[serde(skip)]
+        seq: Option<u64>,
     },
     /// Users' inboxes changed apart from a reply: a new topic's mentions,
     /// a moderator's action notified its author, a private message
@@ -126,6 +131,17 @@ impl Change {
             | Change::AccountDeleted { .. } => None,
         }
     }
+
+    /// For a vote on a topic's own score (not on one of its posts, whose
+    /// scores may reorder them) numbered by its store: the topic, the
+    /// vote's number and the new score, which its cached renderings can
+    /// take in place (`app::read::rescore`).
+    pub fn topic_score(&self) -> Option<(i64, u64, i64)> {
+        match self {
+            Change::Scored { topic_id, post_id: None, score, seq: Some(seq), .. } => Some((*topic_id, *seq, *score)),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -170,12 +186,13 @@ mod tests {
             Change::PostEdited { post: post() },
             Change::PostRemoved { topic_id: 3, post_id: 9, by: None },
             Change::TopicChanged { topic_id: 3, by: None },
-            Change::Scored { topic_id: 3, post_id: None, score: -2, by: None },
+            Change::Scored { topic_id: 3, post_id: None, score: -2, by: None, seq: None },
             Change::Scored {
                 topic_id: 3,
                 post_id: Some(9),
                 score: 1,
                 by: Some(Voter { user_id: 5, name: "ann".into(), value: -1 }),
+                seq: None,
             },
             Change::TokensRevoked { user_id: 5 },
             Change::AccountDeleted { user_id: 5, topics: vec![3, 8] },
@@ -190,6 +207,21 @@ mod tests {
     #[test]
     fn a_new_topic_makes_no_rendering_stale_and_a_reply_makes_its_topics_stale() {
         assert_eq!(Change::PostCreated { post: post(), notify: None, inbox: Vec::new() }.stale_topic(), Some(3));
-        assert_eq!(Change::Scored { topic_id: 8, post_id: Some(1), score: 1, by: None }.stale_topic(), Some(8));
+        assert_eq!(
+            Change::Scored { topic_id: 8, post_id: Some(1), score: 1, by: None, seq: None }.stale_topic(),
+            Some(8)
+        );
+    }
+
+    #[test]
+    fn a_votes_number_takes_effect_on_its_own_node_only() {
+        let numbered = Change::Scored { topic_id: 3, post_id: None, score: 4, by: None, seq: Some(17) };
+        assert_eq!(numbered.topic_score(), Some((3, 17, 4)));
+        let text = serde_json::to_string(&numbered).expect("serialises");
+        let back: Change = serde_json::from_str(&text).expect("parses");
+        assert_eq!(back.topic_score(), None, "another node's numbers are not ours: {text}");
+        assert_eq!(back.stale_topic(), Some(3), "there it evicts");
+        let on_a_post = Change::Scored { topic_id: 3, post_id: Some(9), score: 4, by: None, seq: Some(18) };
+        assert_eq!(on_a_post.topic_score(), None, "a post's score may reorder the list");
     }
 }

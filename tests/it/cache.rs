@@ -262,3 +262,53 @@ async fn a_read_after_writes_with_no_read_between_them_sees_every_acknowledged_p
     let Ok(app) = std::sync::Arc::try_unwrap(app) else { panic!("a task still holds the app") };
     app.stop().await;
 }
+
+/// A vote on a read topic makes its new rendering from the old bytes and
+/// the score read again, not from the vote (`app::read::evict`): votes
+/// that commit in one order may take effect in the other. Every read after
+/// a vote is acknowledged counts it, and once they are all in, the topic
+/// reads as a render from scratch would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_votes_on_a_read_topic_each_count_in_the_next_read() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicI64, Ordering};
+    let (app, topic, _) = app_with_a_long_topic().await;
+    let before = get_topic(&app, topic, &[]).await;
+    assert_eq!(before.json()["topic"]["score"], 0);
+    let app_ref = &app;
+    let voters: Vec<String> =
+        futures_util::future::join_all((0..16).map(|i| async move { app_ref.user(&format!("voter{i}")).await })).await;
+    let app = Arc::new(app);
+    let acked = Arc::new(AtomicI64::new(0));
+    let tasks: Vec<_> = voters
+        .into_iter()
+        .map(|token| {
+            let (app, acked) = (app.clone(), acked.clone());
+            tokio::spawn(async move {
+                let (status, body) =
+                    app.post(&format!("/api/v1/topics/{topic}/vote"), Some(&token), json!({"value": 1})).await;
+                assert_eq!(status, 200, "{body}");
+                let counted = acked.fetch_add(1, Ordering::SeqCst) + 1;
+                let read = get_topic(&app, topic, &[]).await.json();
+                let score = read["topic"]["score"].as_i64().expect("score");
+                assert!(score >= counted, "a read after {counted} acknowledged votes shows {score}");
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("voter");
+    }
+    let after = get_topic(&app, topic, &[]).await;
+    let mut json = after.json();
+    assert_eq!(json["topic"]["score"], 16);
+    json["topic"]["score"] = 0.into();
+    assert_eq!(json, before.json(), "only the score changed");
+    app.state.cache.clear();
+    let rendered = get_topic(&app, topic, &[]).await;
+    assert_eq!(rendered.bytes, after.bytes, "the same bytes as a render from scratch");
+    assert_eq!(rendered.header("etag"), after.header("etag"));
+    let zipped = get_topic(&app, topic, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(gunzip(&zipped.bytes), after.bytes);
+    let Ok(app) = Arc::try_unwrap(app) else { panic!("a task still holds the app") };
+    app.stop().await;
+}

@@ -360,5 +360,5 @@ pub async fn vote(
         let r = one(c, "UPDATE posts SET score = score + $1 WHERE id = $2 RETURNING score", &[&delta, &id]).await?;
         col(&r, 0)?
     };
-    Ok(VoteOutcome { score, vote: value, topic_id })
+    Ok(VoteOutcome { score, vote: value, topic_id, seq: None })
 }

@@ -337,7 +337,11 @@ impl Store for SqliteStore {
 
     async fn vote(&self, voter: &User, target: VoteTarget, value: i8) -> StoreResult<VoteOutcome> {
         let (voter, now) = (voter.clone(), Timestamp::now());
-        self.writer.write(move |c| writes::vote(c, &voter, target, value, now)).await
+        // Numbered on the writer thread, in commit order.
+        let vote = move |c: &_| {
+            writes::vote(c, &voter, target, value, now).map(|o| VoteOutcome { seq: Some(writer::next_seq()), ..o })
+        };
+        self.writer.write(vote).await
     }
 
     async fn set_saved(&self, user: &User, target: VoteTarget, saved: bool) -> StoreResult<bool> {

@@ -8,7 +8,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -101,6 +101,16 @@ impl Writer {
             let _ = tokio::task::spawn_blocking(move || h.join()).await;
         }
     }
+}
+
+/// Numbers what asks for it in the order the writer thread runs it,
+/// which is the order it commits in (`VoteOutcome::seq`). One count for
+/// the process: each store's own numbers still only grow.
+static SEQ: AtomicU64 = AtomicU64::new(1);
+
+/// The next number; call from a write job, on the writer thread.
+pub fn next_seq() -> u64 {
+    SEQ.fetch_add(1, Ordering::Relaxed)
 }
 
 /// How a failed job's changes are undone.

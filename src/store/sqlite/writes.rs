@@ -319,5 +319,5 @@ pub fn vote(
             .and_then(|mut s| s.execute(params![hot_rank(score, created_at), id]))
             .map_err(map_err)?;
     }
-    Ok(VoteOutcome { score, vote: value, topic_id })
+    Ok(VoteOutcome { score, vote: value, topic_id, seq: None })
 }

@@ -81,7 +81,41 @@ fn bad(message: impl Into<String>) -> AppError {
     AppError::BadRequest("bad_activity", message.into())
 }
 
+/// Activities from other servers are verified and applied on a runtime
+/// of their own with one thread, so however many arrive they take at most
+/// one core's worth of the async work: the rest stays with local readers,
+/// whose cached answers would otherwise queue behind dozens of signature
+/// checks (docs/PERFORMANCE.md, "Inbound federation"). What an activity
+/// sets off (its commit, its `Change`) runs there too.
+fn inbox_runtime() -> Option<&'static tokio::runtime::Handle> {
+    static RUNTIME: std::sync::OnceLock<Option<tokio::runtime::Runtime>> = std::sync::OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("pith-inbox")
+                .enable_all()
+                .build()
+                .map_err(|e| {
+                    tracing::warn!("federation: no runtime of its own for the inbox ({e}); sharing the server's")
+                })
+                .ok()
+        })
+        .as_ref()
+        .map(tokio::runtime::Runtime::handle)
+}
+
 async fn receive<S: Store>(state: AppState<S>, target: Target, req: Request) -> AppResult<Response> {
+    match inbox_runtime() {
+        Some(runtime) => runtime
+            .spawn(receive_here(state, target, req))
+            .await
+            .map_err(|e| AppError::Internal(format!("inbox task failed: {e}")))?,
+        None => receive_here(state, target, req).await,
+    }
+}
+
+async fn receive_here<S: Store>(state: AppState<S>, target: Target, req: Request) -> AppResult<Response> {
     let Request { method, uri, headers, body } = req;
     let fed = federation(&state)?;
     let community = match &target {

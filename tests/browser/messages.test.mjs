@@ -97,7 +97,9 @@ test('block: a blocked user\'s comments collapse for the blocker only, and open 
   assert.match(await rude.locator('summary').innerText(), /blocked/);
   assert.equal(await rude.getByText(`A rude comment ${run}`).isVisible(), false);
   await rude.locator('summary').click();
-  assert.equal(await rude.getByText(`A rude comment ${run}`).isVisible(), true, 'one click away');
+  // isVisible does not wait: the details element opens on the click's task.
+  await rude.getByText(`A rude comment ${run}`).waitFor({ state: 'visible', timeout: 5000 });
+  assert.equal(await rude.getAttribute('open'), '', 'one click away');
 
   const anon = await browser.newContext();
   const reader = await open(anon, topicPath);

@@ -5,6 +5,10 @@
 //! `rsa` only reads remote actors' public keys, to hand ring the PKCS#1
 //! form it verifies with. docs/FEDERATION.md, "Crypto".
 
+use std::num::NonZeroUsize;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use lru::LruCache;
 use ring::signature::{RSA_PKCS1_2048_8192_SHA256, RSA_PKCS1_SHA256, RsaKeyPair, UnparsedPublicKey};
 use rsa::pkcs1::{DecodeRsaPublicKey, EncodeRsaPublicKey};
 use rsa::pkcs8::{DecodePublicKey, EncodePrivateKey, EncodePublicKey, LineEnding};
@@ -84,11 +88,35 @@ pub fn public_der(pem: &str) -> Result<Vec<u8>, String> {
     Ok(key.to_pkcs1_der().map_err(|e| format!("PKCS#1: {e}"))?.as_bytes().to_vec())
 }
 
+/// Remote keys recently verified with, in ring's form, by their PEM text:
+/// each activity is verified against its sender's key, and reading the PEM
+/// (base64, DER, big integers) and writing it again as PKCS#1 took about
+/// half as long as the RSA check itself (docs/PERFORMANCE.md, "Inbound
+/// federation"). A key is looked up by its whole text, so a changed key
+/// is a different entry; bounded, ~200 KB at most.
+const KEYS_KEPT: usize = 256;
+
+/// PKCS#1 DER by PEM text.
+type Kept = LruCache<Box<str>, Arc<[u8]>>;
+
+fn cached_der(pem: &str) -> Option<Arc<[u8]>> {
+    static KEPT: LazyLock<Mutex<Kept>> =
+        LazyLock::new(|| Mutex::new(LruCache::new(NonZeroUsize::new(KEYS_KEPT).unwrap_or(NonZeroUsize::MIN))));
+    let kept = || KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(der) = kept().get(pem) {
+        return Some(der.clone());
+    }
+    // Parsed outside the lock; an unreadable key is not kept.
+    let der: Arc<[u8]> = public_der(pem).ok()?.into();
+    kept().put(pem.into(), der.clone());
+    Some(der)
+}
+
 /// Whether `signature` is `rsa-sha256` over `message` by the key `pem`.
 pub fn verify(pem: &str, message: &[u8], signature: &[u8]) -> bool {
-    match public_der(pem) {
-        Ok(der) => UnparsedPublicKey::new(&RSA_PKCS1_2048_8192_SHA256, der).verify(message, signature).is_ok(),
-        Err(_) => false,
+    match cached_der(pem) {
+        Some(der) => UnparsedPublicKey::new(&RSA_PKCS1_2048_8192_SHA256, der).verify(message, signature).is_ok(),
+        None => false,
     }
 }
 
@@ -107,5 +135,16 @@ mod tests {
         let other = generate().expect("key");
         assert!(!verify(&other.public_pem, b"(request-target): post /inbox", &sig));
         assert!(!verify("not a key", b"x", &sig));
+    }
+
+    #[test]
+    fn a_key_verified_with_is_parsed_once_and_kept_by_its_text() {
+        let key = generate().expect("key");
+        let first = cached_der(&key.public_pem).expect("readable");
+        assert_eq!(&first[..], &public_der(&key.public_pem).expect("readable")[..]);
+        assert!(Arc::ptr_eq(&first, &cached_der(&key.public_pem).expect("kept")), "kept, not parsed again");
+        let other = generate().expect("key");
+        assert_ne!(cached_der(&other.public_pem).expect("readable"), first, "another key, another entry");
+        assert!(cached_der("-----BEGIN PUBLIC KEY-----\nnot base64\n-----END PUBLIC KEY-----").is_none());
     }
 }

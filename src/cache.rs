@@ -446,13 +446,23 @@ impl Inner {
         found
     }
 
+    /// Whether `topic` took the score of vote `seq`, or of a later one.
+    fn took_score(&self, topic: i64, seq: u64) -> bool {
+        self.score_seqs.get(&topic).is_some_and(|&last| last >= seq)
+    }
+
+    /// The ticket a render of `topic` takes now.
+    fn ticket(&self, topic: i64) -> Ticket {
+        Ticket(self.epoch, self.generations.get(&topic).copied().unwrap_or(0))
+    }
+
     /// Stores a render unless the topic changed since `ticket` was taken.
     fn insert(&mut self, key: Key, ticket: Ticket, value: Arc<Rendered>, budget: usize) {
         let weight = value.weight();
         if weight > budget / 4 {
             return; // one huge topic must not flush everything else
         }
-        if self.epoch != ticket.0 || self.generations.get(&key.0).copied().unwrap_or(0) != ticket.1 {
+        if self.ticket(key.0) != ticket {
             return;
         }
         let slot = self.entries.get_or_insert_mut(key.0, Slot::default);
@@ -464,6 +474,25 @@ impl Inner {
         self.bytes = self.bytes + weight - old;
         self.index.insert(key, value);
         self.shrink(budget);
+    }
+
+    /// What a write to `topic` does to it: its generation bumped (renders
+    /// begun before may not be stored), its renders in flight forgotten,
+    /// its slot taken out (and returned, to be dropped after the lock).
+    fn evict(&mut self, topic: i64) -> Option<Slot> {
+        *self.generations.entry(topic).or_insert(0) += 1;
+        // Only concurrent misses are in flight: a short map to scan.
+        self.in_flight.retain(|key, _| key.0 != topic);
+        let old = self.remove(topic);
+        // Generations only matter while a render may be in flight; keep
+        // the map from growing with every topic ever written.
+        if self.generations.len() > 1_000_000 {
+            self.epoch += 1;
+            self.generations.clear();
+            self.score_seqs.clear();
+            self.clear();
+        }
+        old
     }
 
     /// Takes `topic`'s slot out of both maps.
@@ -537,7 +566,7 @@ pub struct TopicCache {
 }
 
 /// A ticket taken before rendering (epoch, generation); see the module comment.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ticket(u64, u64);
 
 impl TopicCache {
@@ -669,8 +698,7 @@ impl TopicCache {
 
     /// Call before reading the data a render will use.
     pub fn ticket(&self, topic: i64) -> Ticket {
-        let inner = self.lock();
-        Ticket(inner.epoch, inner.generations.get(&topic).copied().unwrap_or(0))
+        self.lock().ticket(topic)
     }
 
     /// Stores a render unless the topic changed since `ticket` was taken.
@@ -684,27 +712,9 @@ impl TopicCache {
     /// read since they were made, for a caller that renders them again at
     /// once (`app::read::evict`): one nobody read is left to its next reader.
     pub fn invalidate(&self, topic: i64) -> Vec<Variant> {
-        let Some(slot) = self.evict(topic) else { return Vec::new() };
+        // The slot is dropped (its bodies freed) after the lock.
+        let Some(slot) = self.lock().evict(topic) else { return Vec::new() };
         slot.variants.into_iter().filter(|(_, r)| r.was_read()).map(|(v, _)| v).collect()
-    }
-
-    /// The eviction itself; the slot it took out is dropped (its bodies
-    /// freed) by the caller, after the lock.
-    fn evict(&self, topic: i64) -> Option<Slot> {
-        let mut inner = self.lock();
-        *inner.generations.entry(topic).or_insert(0) += 1;
-        // Only concurrent misses are in flight: a short map to scan.
-        inner.in_flight.retain(|key, _| key.0 != topic);
-        let old = inner.remove(topic);
-        // Generations only matter while a render may be in flight; keep
-        // the map from growing with every topic ever written.
-        if inner.generations.len() > 1_000_000 {
-            inner.epoch += 1;
-            inner.generations.clear();
-            inner.score_seqs.clear();
-            inner.clear();
-        }
-        old
     }
 
     /// After vote number `seq` on `topic` committed: puts its score into
@@ -726,7 +736,7 @@ impl TopicCache {
         for _ in 0..2 {
             let old: Vec<(Variant, Arc<Rendered>)> = {
                 let inner = self.lock();
-                if inner.score_seqs.get(&topic).is_some_and(|&last| last >= seq) {
+                if inner.took_score(topic, seq) {
                     return None;
                 }
                 match inner.entries.peek(&topic) {
@@ -738,7 +748,7 @@ impl TopicCache {
             let new: Vec<(Variant, Option<Arc<Rendered>>)> =
                 old.iter().map(|(v, r)| (*v, patch(*v, r).map(Arc::new))).collect();
             let mut inner = self.lock();
-            if inner.score_seqs.get(&topic).is_some_and(|&last| last >= seq) {
+            if inner.took_score(topic, seq) {
                 return None;
             }
             let unchanged = inner.entries.peek(&topic).is_some_and(|slot| {
@@ -748,11 +758,9 @@ impl TopicCache {
             if !unchanged {
                 continue;
             }
+            let slot = inner.evict(topic);
             inner.score_seqs.insert(topic, seq);
-            *inner.generations.entry(topic).or_insert(0) += 1;
-            inner.in_flight.retain(|key, _| key.0 != topic);
-            let Some(slot) = inner.remove(topic) else { break };
-            let ticket = Ticket(inner.epoch, inner.generations.get(&topic).copied().unwrap_or(0));
+            let ticket = inner.ticket(topic);
             for (variant, rendered) in new {
                 if let Some(rendered) = rendered {
                     inner.insert((topic, variant), ticket, rendered, self.budget);

@@ -86,7 +86,11 @@ fn bad(message: impl Into<String>) -> AppError {
 /// one core's worth of the async work: the rest stays with local readers,
 /// whose cached answers would otherwise queue behind dozens of signature
 /// checks (docs/PERFORMANCE.md, "Inbound federation"). What an activity
-/// sets off (its commit, its `Change`) runs there too.
+/// sets off (its commit, its `Change`) runs there too. The task is
+/// aborted when the request is dropped (the client gone, its deadline
+/// passed), as the handler's own work was, so dropped requests cannot pile
+/// up work and bodies on that one thread; a commit runs in a task of its own
+/// and is not cut short.
 fn inbox_runtime() -> Option<&'static tokio::runtime::Handle> {
     static RUNTIME: std::sync::OnceLock<Option<tokio::runtime::Runtime>> = std::sync::OnceLock::new();
     RUNTIME
@@ -107,8 +111,7 @@ fn inbox_runtime() -> Option<&'static tokio::runtime::Handle> {
 
 async fn receive<S: Store>(state: AppState<S>, target: Target, req: Request) -> AppResult<Response> {
     match inbox_runtime() {
-        Some(runtime) => runtime
-            .spawn(receive_here(state, target, req))
+        Some(runtime) => tokio_util::task::AbortOnDropHandle::new(runtime.spawn(receive_here(state, target, req)))
             .await
             .map_err(|e| AppError::Internal(format!("inbox task failed: {e}")))?,
         None => receive_here(state, target, req).await,

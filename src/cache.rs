@@ -18,13 +18,15 @@
 //! more (`Restricted`), so the handler can tell, without a query for
 //! anonymous readers, whether a request needs a private rendering instead.
 //!
-//! Scores in place: a vote on a topic changes one number in its API
-//! renderings. `rescore` puts the new score into the cached bytes instead
-//! of evicting them (a voted topic was otherwise rendered again at every
-//! vote). Votes are numbered in the order they committed, and their
-//! changes may take effect in another order (each in its own task), so a
-//! topic remembers the number of the last score it took, and an older one
-//! changes nothing: the newer score already counts it.
+//! Writes in place: a vote on a topic changes one number in its API
+//! renderings, and a new post adds one to their list. `patch` puts the
+//! change into the cached bytes instead of evicting them (a voted or
+//! replied-to topic was otherwise rendered again at every write). Writes
+//! may take effect in another order than they committed (each in its own
+//! task). A post goes where its order puts it, and not twice, so order
+//! does not matter; votes are numbered in the order they committed, and a
+//! topic remembers the number of the last score it took: an older one
+//! changes nothing, the newer score already counts it.
 //!
 //! Single flight: when many requests miss the same entry at once, one
 //! renders and the others wait for its bytes. An invalidation also forgets
@@ -56,6 +58,7 @@ use lru::LruCache;
 pub use self::encoding::{Accepted, Encoding};
 use self::maker::{Charge, Maker};
 use crate::model::Restricted;
+use crate::model::paging::PageFill;
 use crate::store::{PostCursor, PostSort};
 
 /// What the bytes are.
@@ -80,6 +83,10 @@ pub struct Rendered {
     /// `None`: nothing in the topic is removed, every viewer gets `body`.
     pub restricted: Option<Restricted>,
     pub format: Format,
+    /// For the first API page of a topic that holds all of it: how full
+    /// that page is, so a new post can be added in place while it stays
+    /// one page (`app::read::add_post`). `None` for anything else.
+    pub fill: Option<PageFill>,
     /// Whether a reader was handed this rendering since it was made. A
     /// write renders again at once only what was read (`invalidate`): a
     /// topic written again before anyone reads it would otherwise be
@@ -134,9 +141,14 @@ impl Rendered {
         Rendered::of(Format::Html, body, restricted)
     }
 
-    /// Another body for the same view: what `TopicCache::rescore`'s patch makes.
+    /// Another body for the same view: what `TopicCache::patch` makes.
     pub fn with_body(&self, body: Vec<u8>) -> Rendered {
-        Rendered::of(self.format, body, self.restricted.clone())
+        Rendered::of(self.format, body, self.restricted.clone()).with_fill(self.fill)
+    }
+
+    pub fn with_fill(mut self, fill: Option<PageFill>) -> Rendered {
+        self.fill = fill;
+        self
     }
 
     fn of(format: Format, body: Vec<u8>, restricted: Option<Restricted>) -> Rendered {
@@ -154,6 +166,7 @@ impl Rendered {
             etag,
             restricted,
             format,
+            fill: None,
             read: AtomicBool::new(false),
             jobs: AtomicU8::new(0),
             retired: AtomicBool::new(false),
@@ -476,14 +489,20 @@ impl Inner {
         self.shrink(budget);
     }
 
-    /// What a write to `topic` does to it: its generation bumped (renders
-    /// begun before may not be stored), its renders in flight forgotten,
-    /// its slot taken out (and returned, to be dropped after the lock).
+    /// What a write to `topic` does to it: renders of it in flight voided
+    /// (`void`), its slot taken out (and returned, to be dropped after the
+    /// lock).
     fn evict(&mut self, topic: i64) -> Option<Slot> {
+        self.void(topic);
+        self.remove(topic)
+    }
+
+    /// Bumps `topic`'s generation (renders begun before may not be
+    /// stored) and forgets its renders in flight, as every write does.
+    fn void(&mut self, topic: i64) {
         *self.generations.entry(topic).or_insert(0) += 1;
         // Only concurrent misses are in flight: a short map to scan.
         self.in_flight.retain(|key, _| key.0 != topic);
-        let old = self.remove(topic);
         // Generations only matter while a render may be in flight; keep
         // the map from growing with every topic ever written.
         if self.generations.len() > 1_000_000 {
@@ -492,7 +511,24 @@ impl Inner {
             self.score_seqs.clear();
             self.clear();
         }
-        old
+    }
+
+    /// Takes one rendering of a topic out of both maps, returned to be
+    /// dropped after the lock.
+    fn drop_variant(&mut self, key: Key) -> Option<Arc<Rendered>> {
+        let slot = self.entries.peek_mut(&key.0)?;
+        let at = slot.variants.iter().position(|(v, _)| *v == key.1)?;
+        let (_, old) = slot.variants.swap_remove(at);
+        old.retire();
+        let weight = old.weight();
+        slot.weight -= weight;
+        let empty = slot.variants.is_empty();
+        self.bytes -= weight;
+        self.index.remove(&key);
+        if empty {
+            self.entries.pop(&key.0);
+        }
+        Some(old)
     }
 
     /// Takes `topic`'s slot out of both maps.
@@ -563,6 +599,16 @@ pub struct TopicCache {
     /// wait for a render), for `/metrics`: one atomic add each.
     pub hits: prometheus_client::metrics::counter::Counter,
     pub misses: prometheus_client::metrics::counter::Counter,
+}
+
+/// What `TopicCache::patch` makes of one cached rendering.
+pub enum Patched {
+    /// It already says what the write changed.
+    Kept,
+    /// It is replaced by this one.
+    New(Rendered),
+    /// It is evicted; its next reader renders it again.
+    Evicted,
 }
 
 /// A ticket taken before rendering (epoch, generation); see the module comment.
@@ -717,26 +763,28 @@ impl TopicCache {
         slot.variants.into_iter().filter(|(_, r)| r.was_read()).map(|(v, _)| v).collect()
     }
 
-    /// After vote number `seq` on `topic` committed: puts its score into
-    /// the topic's cached renderings (`patch` makes each new one from the
-    /// old; those it returns `None` for, the pages among them, are evicted)
-    /// and voids the renders in flight, as a write does. Nothing happens
-    /// for a vote older than the last one the topic took. Returns `Some` when it
-    /// had to evict everything instead (nothing cached, or a render or
-    /// another write replaced a rendering meanwhile), with what
-    /// `invalidate` returns.
-    pub fn rescore(
+    /// After a write to `topic` committed that its cached renderings can
+    /// take in place (a vote on it, a new post in it): `patch` makes each
+    /// one's successor from it, or keeps it, or has it evicted (pages,
+    /// which it cannot patch), and the renders in flight are voided, as
+    /// after any write. `seq`, for a vote: its number, in commit order;
+    /// nothing happens for a vote older than the last one the topic took
+    /// (the newer score counts it). Returns `Some` when it had to evict
+    /// everything instead (nothing cached, or a render or another write
+    /// replaced a rendering meanwhile), with what `invalidate` returns.
+    pub fn patch(
         &self,
         topic: i64,
-        seq: u64,
-        patch: impl Fn(Variant, &Rendered) -> Option<Rendered>,
+        seq: Option<u64>,
+        patch: impl Fn(Variant, &Rendered) -> Patched,
     ) -> Option<Vec<Variant>> {
-        // Twice: a concurrent vote may replace the renderings between the
+        let stale = |inner: &Inner| seq.is_some_and(|seq| inner.took_score(topic, seq));
+        // Twice: a concurrent write may replace the renderings between the
         // copy and the swap.
         for _ in 0..2 {
             let old: Vec<(Variant, Arc<Rendered>)> = {
                 let inner = self.lock();
-                if inner.took_score(topic, seq) {
+                if stale(&inner) {
                     return None;
                 }
                 match inner.entries.peek(&topic) {
@@ -745,10 +793,9 @@ impl TopicCache {
                 }
             };
             // The copies and their hashes are made outside the lock.
-            let new: Vec<(Variant, Option<Arc<Rendered>>)> =
-                old.iter().map(|(v, r)| (*v, patch(*v, r).map(Arc::new))).collect();
+            let new: Vec<(Variant, Patched)> = old.iter().map(|(v, r)| (*v, patch(*v, r))).collect();
             let mut inner = self.lock();
-            if inner.took_score(topic, seq) {
+            if stale(&inner) {
                 return None;
             }
             let unchanged = inner.entries.peek(&topic).is_some_and(|slot| {
@@ -758,22 +805,28 @@ impl TopicCache {
             if !unchanged {
                 continue;
             }
-            let slot = inner.evict(topic);
-            inner.score_seqs.insert(topic, seq);
+            inner.void(topic);
+            if let Some(seq) = seq {
+                inner.score_seqs.insert(topic, seq);
+            }
             let ticket = inner.ticket(topic);
-            for (variant, rendered) in new {
-                if let Some(rendered) = rendered {
-                    inner.insert((topic, variant), ticket, rendered, self.budget);
+            let mut dropped = Vec::new();
+            for (variant, patched) in new {
+                match patched {
+                    Patched::Kept => {}
+                    Patched::New(rendered) => inner.insert((topic, variant), ticket, Arc::new(rendered), self.budget),
+                    Patched::Evicted => dropped.extend(inner.drop_variant((topic, variant))),
                 }
             }
             drop(inner);
-            drop(slot);
+            drop(dropped);
             return None;
         }
-        let mut inner = self.lock();
-        let last = inner.score_seqs.entry(topic).or_insert(0);
-        *last = (*last).max(seq);
-        drop(inner);
+        if let Some(seq) = seq {
+            let mut inner = self.lock();
+            let last = inner.score_seqs.entry(topic).or_insert(0);
+            *last = (*last).max(seq);
+        }
         Some(self.invalidate(topic))
     }
 
@@ -1077,12 +1130,49 @@ mod tests {
         assert_eq!(cache.invalidate(8), Vec::<Variant>::new(), "nothing cached");
     }
 
-    /// `rescore`'s patch in these tests: the body with its number replaced.
-    fn scored(score: i64) -> impl Fn(Variant, &Rendered) -> Option<Rendered> {
+    /// A vote's patch in these tests: the body with its number replaced.
+    fn scored(score: i64) -> impl Fn(Variant, &Rendered) -> Patched {
         move |variant, old| match variant {
-            Variant::Json(_) => Some(old.with_body(format!("score {score}").into_bytes())),
-            _ => None,
+            Variant::Json(_) => Patched::New(old.with_body(format!("score {score}").into_bytes())),
+            _ => Patched::Evicted,
         }
+    }
+
+    /// A new post's patch in these tests: `+N` added to the body, unless
+    /// it is there already.
+    fn posted(n: i64) -> impl Fn(Variant, &Rendered) -> Patched {
+        move |variant, old| {
+            let post = format!("+{n}");
+            match variant {
+                Variant::Json(_) if old.body.ends_with(post.as_bytes()) => Patched::Kept,
+                Variant::Json(_) => Patched::New(old.with_body([&old.body[..], post.as_bytes()].concat())),
+                _ => Patched::Evicted,
+            }
+        }
+    }
+
+    #[test]
+    fn a_new_post_goes_into_the_cached_json_once_and_voids_the_renders_in_flight() {
+        let cache = TopicCache::new(1 << 20);
+        let (json, page, html) = (
+            (6, Variant::Json(PostSort::Best)),
+            (6, Variant::Page(PostSort::Best)),
+            (6, Variant::JsonHtml(PostSort::New)),
+        );
+        cache.insert(json, cache.ticket(6), render("posts"));
+        cache.insert(page, cache.ticket(6), render("<p>posts</p>"));
+        let in_flight = cache.ticket(6);
+        assert_eq!(cache.patch(6, None, posted(1)), None, "patched in place");
+        assert_eq!(&cache.get(json).expect("cached").body[..], b"posts+1");
+        assert!(cache.get(page).is_none(), "pages render again on their next request");
+        let kept = cache.get(json).expect("cached");
+        assert_eq!(cache.patch(6, None, posted(1)), None, "the post was there already");
+        assert!(Arc::ptr_eq(&kept, &cache.get(json).expect("cached")), "the same rendering kept");
+        assert!(!kept.retired());
+        cache.insert(html, in_flight, render("posts, rendered before the post"));
+        assert!(cache.get(html).is_none(), "a render from before the post is void");
+        assert_eq!(cache.bytes(), kept.weight(), "the byte count follows");
+        assert_eq!(cache.patch(7, None, posted(1)), Some(Vec::new()), "nothing cached: evicted as after any write");
     }
 
     #[test]
@@ -1093,7 +1183,7 @@ mod tests {
         cache.insert(page, cache.ticket(6), render("<p>score 0</p>"));
         let before = cache.get(json).expect("cached");
         let in_flight = cache.ticket(6);
-        assert_eq!(cache.rescore(6, 10, scored(1)), None, "rescored in place");
+        assert_eq!(cache.patch(6, Some(10), scored(1)), None, "rescored in place");
         let after = cache.get(json).expect("still cached");
         assert_eq!(&after.body[..], b"score 1");
         assert_ne!(after.etag, before.etag, "a new validator");
@@ -1109,15 +1199,15 @@ mod tests {
         let cache = TopicCache::new(1 << 20);
         let json = (6, Variant::Json(PostSort::Best));
         cache.insert(json, cache.ticket(6), render("score 0"));
-        assert_eq!(cache.rescore(6, 11, scored(2)), None);
-        assert_eq!(cache.rescore(6, 10, scored(1)), None, "vote 10 committed before vote 11");
+        assert_eq!(cache.patch(6, Some(11), scored(2)), None);
+        assert_eq!(cache.patch(6, Some(10), scored(1)), None, "vote 10 committed before vote 11");
         assert_eq!(&cache.get(json).expect("cached").body[..], b"score 2");
 
         // Nothing cached: the topic is evicted as after any write, and a
         // later render (which reads vote 21) is not undone by vote 20.
-        assert_eq!(cache.rescore(7, 21, scored(5)), Some(Vec::new()));
+        assert_eq!(cache.patch(7, Some(21), scored(5)), Some(Vec::new()));
         cache.insert((7, Variant::Json(PostSort::Best)), cache.ticket(7), render("score 5"));
-        assert_eq!(cache.rescore(7, 20, scored(4)), None);
+        assert_eq!(cache.patch(7, Some(20), scored(4)), None);
         assert_eq!(&cache.get((7, Variant::Json(PostSort::Best))).expect("cached").body[..], b"score 5");
     }
 

@@ -25,6 +25,8 @@ pub fn apply<S: Store>(state: &AppState<S>, change: Change) {
 pub fn apply_here<S: Store>(state: &AppState<S>, change: &Change) {
     if let Some((topic, seq, score)) = change.topic_score() {
         super::read::rescore(state, topic, seq, score);
+    } else if let Change::PostCreated { post, .. } = change {
+        super::read::add_post(state, post);
     } else if let Some(topic) = change.stale_topic() {
         super::read::evict(state, topic);
     }

@@ -10,8 +10,8 @@ use axum::http::header;
 use serde::Serialize;
 
 use super::{AppError, AppResult, AppState, AuthUser};
-use crate::cache::{Key, Rendered, Variant};
-use crate::model::paging::PageLimit;
+use crate::cache::{Key, Patched, Rendered, Variant};
+use crate::model::paging::{PageFill, PageLimit};
 use crate::model::policy::{self, BanFacts, ItemFacts, Kind, TopicFacts};
 use crate::model::{Post, Restricted, Timestamp, Topic, User, Viewer, redact};
 use crate::store::{PostCursor, PostPage, PostSort, Store};
@@ -137,20 +137,142 @@ fn render_ahead<S: Store>(state: &AppState<S>, topic: i64, read: Vec<Variant>) {
 
 /// After vote number `seq` on `topic` (its own score, now `score`)
 /// committed: its cached API renderings take the new score in place
-/// (`TopicCache::rescore`), which costs a copy of their bytes where
+/// (`TopicCache::patch`), which costs a copy of their bytes where
 /// evicting them cost a render from the database at every vote
 /// (docs/PERFORMANCE.md, "Inbound federation"); its pages are evicted.
 /// When it cannot, the topic is evicted as after any write.
 pub fn rescore<S: Store>(state: &AppState<S>, topic: i64, seq: u64, score: i64) {
     let patch = |variant: Variant, old: &Rendered| match variant {
         Variant::Json(_) | Variant::JsonHtml(_) | Variant::JsonAfter(..) => {
-            with_topic_score(&old.body, score).map(|body| old.with_body(body))
+            with_topic_score(&old.body, score).map_or(Patched::Evicted, |body| Patched::New(old.with_body(body)))
         }
-        Variant::Page(_) | Variant::Post(_) | Variant::PageAfter(_) | Variant::Thread(..) => None,
+        Variant::Page(_) | Variant::Post(_) | Variant::PageAfter(_) | Variant::Thread(..) => Patched::Evicted,
     };
-    if let Some(read) = state.cache.rescore(topic, seq, patch) {
+    if let Some(read) = state.cache.patch(topic, Some(seq), patch) {
         render_ahead(state, topic, read);
     }
+}
+
+/// After `post` was created: the cached API renderings of its topic that
+/// hold all of it take the post in place, where its order puts it, and
+/// the topic's `post_count` one more (a render from the database of every
+/// post was the readers' main cost beside inbound replies,
+/// docs/PERFORMANCE.md "Inbound federation"). Later pages, pages and
+/// post fragments are evicted; a rendering that already holds the post
+/// (rendered after it committed) is kept. When it cannot, the topic is
+/// evicted as after any write.
+pub fn add_post<S: Store>(state: &AppState<S>, post: &Post) {
+    // A new post is neither removed nor deleted; anything else is left to
+    // a render, which redacts.
+    if post.removed || post.deleted {
+        evict(state, post.topic_id);
+        return;
+    }
+    let size = post.body.len() + post.body_html.len();
+    let patch = |variant: Variant, old: &Rendered| {
+        let (Some((sort, html)), Some(fill)) = (variant.json_params(), old.fill) else { return Patched::Evicted };
+        if !PageLimit::API.holds_one_more(fill, size) {
+            return Patched::Evicted;
+        }
+        let listed = match serde_json::to_vec(&ListedPost::of(post, html)) {
+            Ok(listed) => listed,
+            Err(_) => return Patched::Evicted,
+        };
+        match with_post(&old.body, post, sort, &listed) {
+            Some(Added::There) => Patched::Kept,
+            Some(Added::Body(body)) => Patched::New(
+                old.with_body(body).with_fill(Some(PageFill { posts: fill.posts + 1, bytes: fill.bytes + size })),
+            ),
+            None => Patched::Evicted,
+        }
+    };
+    if let Some(read) = state.cache.patch(post.topic_id, None, patch) {
+        render_ahead(state, post.topic_id, read);
+    }
+}
+
+/// What `with_post` made of a rendering.
+#[derive(Debug, PartialEq)]
+enum Added {
+    /// The post is in it already.
+    There,
+    /// The rendering with the post.
+    Body(Vec<u8>),
+}
+
+/// `body` (a `TopicResponse` holding all of its topic, in `sort` order)
+/// with `post` (`listed`, as `ListedPost` renders it) in its place and the
+/// topic's `post_count` one more; `None` if it is not such a rendering.
+/// The bytes are found as in `with_topic_score`: inside a JSON string a
+/// quote is always escaped, so `{"id":`, `,"score":` and `},"posts":[`
+/// can only be the keys (and every listed post starts with its id and
+/// ends with its score, with nothing nested between).
+fn with_post(body: &[u8], post: &Post, sort: PostSort, listed: &[u8]) -> Option<Added> {
+    use memchr::memmem::find;
+    const COUNT: &[u8] = b",\"post_count\":";
+    const POSTS: &[u8] = b"},\"posts\":[";
+    const ID: &[u8] = b"{\"id\":";
+    const SCORE: &[u8] = b",\"score\":";
+    if !body.starts_with(b"{\"topic\":{") || !body.ends_with(b"]}") {
+        return None; // the public view of a removed topic, or a page with a next
+    }
+    let list = find(body, POSTS)? + POSTS.len();
+    let count_at = find(&body[..list], COUNT)? + COUNT.len();
+    let (count, count_len) = number(&body[count_at..])?;
+    let end = body.len() - 2;
+    let goes_before = |score: i64, id: i64| match sort {
+        PostSort::Old => id > post.id,
+        PostSort::New => id < post.id,
+        PostSort::Best => score < post.score || (score == post.score && id > post.id),
+    };
+    let (mut at, mut place) = (list, None);
+    while at < end {
+        if !body[at..].starts_with(ID) {
+            return None;
+        }
+        let (id, _) = number(&body[at + ID.len()..])?;
+        let score_at = at + find(&body[at..end], SCORE)? + SCORE.len();
+        let (score, score_len) = number(&body[score_at..])?;
+        if id == post.id {
+            return Some(Added::There);
+        }
+        if place.is_none() && goes_before(score, id) {
+            place = Some(at);
+        }
+        // Past the score: `}`, then `,` before the next post or the end.
+        at = score_at + score_len + 1;
+        if at < end {
+            at += 1;
+        }
+    }
+    let mut out = Vec::with_capacity(body.len() + listed.len() + 8);
+    out.extend_from_slice(&body[..count_at]);
+    out.extend_from_slice(itoa::Buffer::new().format(count + 1).as_bytes());
+    out.extend_from_slice(&body[count_at + count_len..list]);
+    match place {
+        Some(place) => {
+            out.extend_from_slice(&body[list..place]);
+            out.extend_from_slice(listed);
+            out.push(b',');
+            out.extend_from_slice(&body[place..]);
+        }
+        None => {
+            out.extend_from_slice(&body[list..end]);
+            if end > list {
+                out.push(b',');
+            }
+            out.extend_from_slice(listed);
+            out.extend_from_slice(&body[end..]);
+        }
+    }
+    Some(Added::Body(out))
+}
+
+/// The integer `bytes` start with, and how many bytes it takes.
+fn number(bytes: &[u8]) -> Option<(i64, usize)> {
+    let len = bytes.iter().enumerate().take_while(|&(i, &b)| b.is_ascii_digit() || (i == 0 && b == b'-')).count();
+    let n = std::str::from_utf8(&bytes[..len]).ok()?.parse().ok()?;
+    Some((n, len))
 }
 
 /// `body` (a `TopicResponse`) with the topic's `score` set to `score`;
@@ -164,12 +286,8 @@ fn with_topic_score(body: &[u8], score: i64) -> Option<Vec<u8>> {
     if !body.starts_with(TOPIC) {
         return None;
     }
-    let at = body.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
-    let digits =
-        body[at..].iter().enumerate().take_while(|&(i, &b)| b.is_ascii_digit() || (i == 0 && b == b'-')).count();
-    if digits == 0 {
-        return None;
-    }
+    let at = memchr::memmem::find(body, KEY)? + KEY.len();
+    let (_, digits) = number(&body[at..])?;
     let mut out = Vec::with_capacity(body.len() + 20);
     out.extend_from_slice(&body[..at]);
     out.extend_from_slice(itoa::Buffer::new().format(score).as_bytes());
@@ -213,12 +331,16 @@ pub async fn render<S: Store>(
     after: Option<PostCursor>,
     viewer: Viewer,
 ) -> AppResult<Arc<Rendered>> {
-    let PostPage { mut topic, mut posts, next } = state.store.topic_page(id, sort, after, PageLimit::API).await?;
+    let PostPage { mut topic, mut posts, next, bytes } =
+        state.store.topic_page(id, sort, after, PageLimit::API).await?;
+    // Only a first page that holds all of its topic may take a new post in place.
+    let whole = after.is_none() && next.is_none();
     // Serialising a big topic takes milliseconds: keep it off
     // the async workers.
     let rendered = tokio::task::spawn_blocking(move || {
         let restricted = Restricted::of(&topic, &posts);
         let visible = redact(&mut topic, &mut posts, viewer);
+        let fill = (whole && visible).then_some(PageFill { posts: posts.len(), bytes });
         let body = if visible {
             let posts = posts.iter().map(|p| ListedPost::of(p, html)).collect();
             // The cache copies these bytes into an allocation of their
@@ -231,7 +353,7 @@ pub async fn render<S: Store>(
         } else {
             return Err(AppError::not_found("topic"));
         };
-        Ok(Arc::new(Rendered::restricted(body, restricted)))
+        Ok(Arc::new(Rendered::restricted(body, restricted).with_fill(fill)))
     })
     .await
     .map_err(|e| AppError::Internal(e.to_string()))??;
@@ -306,6 +428,102 @@ pub async fn privileged_viewer<S: Store>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn topic(post_count: i64) -> Topic {
+        Topic {
+            id: 4,
+            community: "c".into(),
+            author: Some("ann".into()),
+            title: r#"the ,"post_count":1 and },"posts":[ trick"#.into(),
+            body: Some(r#"quote {"id":9,"score":9}"#.into()),
+            body_html: None,
+            url: None,
+            created_at: Timestamp(0),
+            edited_at: None,
+            deleted: false,
+            removed: false,
+            locked: false,
+            score: 41,
+            post_count,
+            community_id: 1,
+            author_id: 1,
+            inbox: Vec::new(),
+        }
+    }
+
+    fn post(id: i64, score: i64) -> Post {
+        Post {
+            id,
+            topic_id: 4,
+            parent_id: (id % 3 == 0).then_some(id - 1),
+            author: Some(format!("user{id}")),
+            body: format!(r#"post {id}: {{"id":{},"score":{}}} ,"score":-1}}"#, id + 1, score - 1),
+            body_html: format!("<p>post {id}</p>"),
+            created_at: Timestamp(1_764_000_000 + id),
+            edited_at: (id % 4 == 0).then_some(Timestamp(1_764_000_100)),
+            deleted: id % 5 == 0,
+            removed: false,
+            score,
+            author_id: id,
+            notify: None,
+            inbox: Vec::new(),
+        }
+    }
+
+    fn sorted(mut posts: Vec<Post>, sort: PostSort) -> Vec<Post> {
+        posts.sort_by_key(|p| match sort {
+            PostSort::Old => (0, p.id),
+            PostSort::New => (0, -p.id),
+            PostSort::Best => (-p.score, p.id),
+        });
+        posts
+    }
+
+    fn rendering(posts: &[Post], html: bool) -> Vec<u8> {
+        let topic = topic(posts.len() as i64);
+        let posts = posts.iter().map(|p| ListedPost::of(p, html)).collect();
+        serde_json::to_vec(&TopicResponse { topic: &topic, posts, next: None }).expect("serialises")
+    }
+
+    /// Posts added one by one, in any order, to a rendering of none or
+    /// some of them, end as the bytes of a render of them all, in every
+    /// order and both shapes; a post already there changes nothing.
+    #[test]
+    fn a_new_post_goes_where_a_render_would_put_it() {
+        let scores = [3, -2, 0, 3, 7, 0, -2, 1, 3, 0];
+        let all: Vec<Post> = scores.iter().enumerate().map(|(i, &s)| post(i as i64 + 10, s)).collect();
+        for sort in [PostSort::Best, PostSort::New, PostSort::Old] {
+            for html in [false, true] {
+                for first in [0, 1, 4] {
+                    let mut have: Vec<Post> = all[..first].to_vec();
+                    let mut body = rendering(&sorted(have.clone(), sort), html);
+                    // Out of commit order: the later posts first.
+                    for p in all[first..].iter().rev() {
+                        let listed = serde_json::to_vec(&ListedPost::of(p, html)).expect("serialises");
+                        body = match with_post(&body, p, sort, &listed) {
+                            Some(Added::Body(body)) => body,
+                            other => panic!("{other:?} for post {} in {sort:?}", p.id),
+                        };
+                        have.push(p.clone());
+                        let want = rendering(&sorted(have.clone(), sort), html);
+                        assert_eq!(String::from_utf8_lossy(&body), String::from_utf8_lossy(&want), "{sort:?}");
+                        assert_eq!(with_post(&body, p, sort, &listed), Some(Added::There));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_new_post_leaves_what_is_not_a_whole_topic_alone() {
+        let p = post(11, 1);
+        let listed = serde_json::to_vec(&ListedPost::of(&p, false)).expect("serialises");
+        assert_eq!(with_post(b"", &p, PostSort::Best, &listed), None, "the public view of a removed topic");
+        let paged = br#"{"topic":{"id":4,"score":1,"post_count":2},"posts":[{"id":2,"score":5}],"next":"x"}"#;
+        assert_eq!(with_post(paged, &p, PostSort::Best, &listed), None, "a page with a next");
+        let odd = br#"{"topic":{"id":4,"score":1,"post_count":2},"posts":[{"score":5}]}"#;
+        assert_eq!(with_post(odd, &p, PostSort::Best, &listed), None);
+    }
 
     #[test]
     fn a_vote_changes_the_topics_score_and_nothing_else() {

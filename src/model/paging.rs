@@ -45,6 +45,22 @@ impl PageLimit {
         }
         (taken, false)
     }
+
+    /// Whether a page that held every post of its topic (`fill`, no page
+    /// after it) would still hold them all with one more of `size` bytes,
+    /// wherever in its order that one goes: then the post may be added to
+    /// its cached rendering in place (`app::read::add_post`).
+    pub fn holds_one_more(&self, fill: PageFill, size: usize) -> bool {
+        fill.posts < self.posts.max(1) && fill.bytes.saturating_add(size) < self.bytes
+    }
+}
+
+/// How much of its `PageLimit` a page that holds all of its topic took:
+/// its posts, and their stored text as `PageLimit::bytes` weighs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageFill {
+    pub posts: usize,
+    pub bytes: usize,
 }
 
 #[cfg(test)]
@@ -52,6 +68,28 @@ mod tests {
     use super::*;
 
     const SMALL: PageLimit = PageLimit { posts: 3, bytes: 100 };
+
+    /// `holds_one_more` says yes only where `cut` would take every post of
+    /// the page and the new one, whatever their sizes and order.
+    #[test]
+    fn one_more_post_is_held_only_where_the_cut_takes_every_post() {
+        for sizes in [vec![], vec![1], vec![1, 1], vec![40, 40], vec![98], vec![99], vec![50, 49], vec![1, 1, 1]] {
+            let fill = PageFill { posts: sizes.len(), bytes: sizes.iter().sum() };
+            for size in [0, 1, 2, 50, 100] {
+                let held = SMALL.holds_one_more(fill, size);
+                for at in 0..=sizes.len() {
+                    let mut more = sizes.clone();
+                    more.insert(at, size);
+                    if held {
+                        assert_eq!(SMALL.cut(more.clone()), (more.len(), false), "{more:?}");
+                    }
+                }
+                if sizes.len() == 3 || fill.bytes + size >= 100 + 100 {
+                    assert!(!held, "{sizes:?} + {size}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn a_page_ends_after_its_count_of_posts() {

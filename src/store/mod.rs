@@ -132,6 +132,9 @@ pub struct PostPage {
     pub posts: Vec<Post>,
     /// Where the next page starts, when there is one.
     pub next: Option<PostCursor>,
+    /// The stored text of the page's posts, as `PageLimit::bytes` weighs
+    /// it: how near the page is to its cut (`app::read::add_post`).
+    pub bytes: usize,
 }
 
 /// A topic as submitted, its body rendered.

@@ -629,7 +629,15 @@ async fn remote_content<S: Store>(app: TestApp<S>) {
     let note = json!({"id": note_id, "type": "Note", "attributedTo": remote.actor(), "inReplyTo": page_id,
                       "to": [PUBLIC], "cc": [group],
                       "content": "<p>A <b>reply</b> &amp; <script>alert(1)</script>more *text*</p>"});
+    // The topic was read (and cached) before: the reply goes into the
+    // cached rendering in place, byte for byte as a render puts it.
+    let rendering = format!("/api/v1/topics/{topic}?sort=best&html=true");
+    assert_eq!(fetch(app.req(Method::GET, &rendering)).await.status, 200);
     assert_eq!(deliver(&remote, &app, "/ap/inbox", &activity(&remote, &group, "Create", 2, note)).await.status, 202);
+    let cached = fetch(app.req(Method::GET, &rendering)).await.bytes;
+    app.state.cache.clear();
+    let rendered = fetch(app.req(Method::GET, &rendering)).await.bytes;
+    assert_eq!(String::from_utf8_lossy(&cached), String::from_utf8_lossy(&rendered));
     let pith::model::VoteTarget::Post(reply) = local(&app, &note_id).await else { panic!("a post") };
     let t = app.read_topic(topic, "old").await;
     assert_eq!(t["posts"][0]["id"], reply);

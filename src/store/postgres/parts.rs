@@ -83,7 +83,8 @@ pub async fn topic_page(
     let (count, more) = cut(&keys, limit);
     let posts = posts_by_id(c, keys[..count].iter().map(|k| k.0).collect(), sort).await?;
     let next = if more { posts.last().map(|p| PostCursor::after(sort, p)) } else { None };
-    Ok(PostPage { topic, posts, next })
+    let bytes = keys[..count].iter().map(|&(_, size)| usize::try_from(size).unwrap_or(0)).sum();
+    Ok(PostPage { topic, posts, next, bytes })
 }
 
 /// Counts a post's ancestors, up the primary key, `$2` at most.

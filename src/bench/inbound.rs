@@ -59,6 +59,14 @@ pub struct InboundArgs {
     #[arg(long, default_value_t = 8)]
     pub readers: usize,
 
+    /// Sends the set beside the reads at this many activities a second
+    /// (each on its schedule, `--concurrency` at most in flight) instead
+    /// of as fast as the server takes them: what the reads keep while the
+    /// server takes a given rate, where the default measures the two
+    /// fighting over the box. The set alone is always sent flat out.
+    #[arg(long)]
+    pub rate: Option<f64>,
+
     /// How long the reads run alone.
     #[arg(long, default_value = "3s", value_parser = crate::settings::parse_duration)]
     pub read_alone: Duration,
@@ -136,7 +144,7 @@ async fn run(args: InboundArgs) -> anyhow::Result<()> {
         total_users + 2 * args.activities,
         signing.elapsed().as_secs_f64()
     );
-    let warmed = send_all(&child, warm, args.concurrency).await?;
+    let warmed = send_all(&child, warm, args.concurrency, None).await?;
     anyhow::ensure!(
         warmed.accepted == total_users,
         "warm-up: {} of {total_users} taken; first refusal: {}",
@@ -145,14 +153,14 @@ async fn run(args: InboundArgs) -> anyhow::Result<()> {
     );
 
     let reads_alone = reads(&child, &topics, args.readers, Some(args.read_alone), None).await?;
-    let alone = send_all(&child, first, args.concurrency).await?;
+    let alone = send_all(&child, first, args.concurrency, None).await?;
     let stop = Arc::new(AtomicBool::new(false));
     let beside_reads = {
         let (child, topics, stop) = (child.clone(), topics.clone(), stop.clone());
         let readers = args.readers;
         tokio::spawn(async move { reads(&child, &topics, readers, None, Some(stop)).await })
     };
-    let beside = send_all(&child, second, args.concurrency).await?;
+    let beside = send_all(&child, second, args.concurrency, args.rate).await?;
     stop.store(true, Ordering::Relaxed);
     let reads_beside = beside_reads.await??;
 
@@ -162,7 +170,7 @@ async fn run(args: InboundArgs) -> anyhow::Result<()> {
             "{}",
             json!({
                 "activities": args.activities, "hosts": args.hosts, "users": total_users,
-                "topics": args.topics, "voted": voted.len(),
+                "topics": args.topics, "voted": voted.len(), "rate": args.rate,
                 "alone_per_second": alone.per_second(), "beside_reads_per_second": beside.per_second(),
                 "taken": alone.accepted + beside.accepted, "refused": alone.refused + beside.refused,
                 "reads_alone_per_second": reads_alone.per_second(), "reads_beside_per_second": reads_beside.per_second(),
@@ -171,13 +179,14 @@ async fn run(args: InboundArgs) -> anyhow::Result<()> {
         );
     } else {
         println!(
-            "{} remote users on {} servers; {} activities a set, {} at once (9 votes to 1 reply) on {} of {} topics",
+            "{} remote users on {} servers; {} activities a set, {} at once (9 votes to 1 reply) on {} of {} topics{}",
             total_users,
             args.hosts,
             args.activities,
             args.concurrency,
             voted.len(),
-            args.topics
+            args.topics,
+            args.rate.map(|r| format!("; beside the reads at {r:.0}/s")).unwrap_or_default()
         );
         for (name, s) in [("alone", &alone), ("beside reads", &beside)] {
             println!(
@@ -269,10 +278,13 @@ impl Sent {
     }
 }
 
-async fn send_all(child: &Arc<Child>, set: Vec<Signed>, concurrency: usize) -> anyhow::Result<Sent> {
+/// Sends `set`, `concurrency` at once, flat out or each at its time at
+/// `rate` a second (one late goes at once: the rate reached says so).
+async fn send_all(child: &Arc<Child>, set: Vec<Signed>, concurrency: usize, rate: Option<f64>) -> anyhow::Result<Sent> {
+    anyhow::ensure!(rate.is_none_or(|r| r.is_finite() && r > 0.0), "--rate must be a positive number");
     let set = Arc::new(set);
     let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
+    let started = tokio::time::Instant::now();
     let mut workers = Vec::new();
     for _ in 0..concurrency.max(1) {
         let (child, set, next, client) = (child.clone(), set.clone(), next.clone(), fedsim::client());
@@ -281,6 +293,9 @@ async fn send_all(child: &Arc<Child>, set: Vec<Signed>, concurrency: usize) -> a
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some((body, signed)) = set.get(i) else { break };
+                if let Some(rate) = rate {
+                    tokio::time::sleep_until(started + Duration::from_secs_f64(i as f64 / rate)).await;
+                }
                 let status = child.post_signed(&client, INBOX, body.clone(), signed).await?;
                 if status == 202 {
                     accepted += 1;

@@ -375,13 +375,18 @@ async fn bench_deliver_delivers_one_topic_to_every_follower_inbox_once() {
 }
 
 /// Signed votes and replies from simulated servers are all taken, and the
-/// reads measured alone and beside them all answer.
+/// reads measured alone and beside them all answer; `--rate` paces the set
+/// beside the reads (40 at 200/s: the last is due after 195 ms).
 #[tokio::test]
 async fn bench_inbound_takes_every_signed_activity_and_measures_reads_beside_them() {
     let args = ["bench", "inbound", "--hosts", "2", "--users", "2", "--activities", "40", "--topics", "2"];
-    let r = &bench_json(&[&args[..], &["--readers", "2", "--read-alone", "300ms", "--json"]].concat()).await[0];
+    let more = ["--readers", "2", "--read-alone", "300ms", "--rate", "200", "--json"];
+    let r = &bench_json(&[&args[..], &more[..]].concat()).await[0];
     assert_eq!((r["taken"].as_u64(), r["refused"].as_u64()), (Some(80), Some(0)), "{r}");
     assert!(r["alone_per_second"].as_f64().expect("rate") > 0.0, "{r}");
+    assert_eq!(r["rate"], 200.0, "{r}");
+    let paced = r["beside_reads_per_second"].as_f64().expect("rate");
+    assert!(paced > 0.0 && paced <= 40.0 / 0.195, "paced at 200/s: {r}");
     assert!(r["reads_alone_per_second"].as_f64().expect("reads") > 0.0, "{r}");
     assert_eq!(r["read_failures"], 0, "{r}");
 }

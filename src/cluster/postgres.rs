@@ -76,7 +76,8 @@ async fn session(
             }
         }
     });
-    let _stop = AbortOnDrop(driver.abort_handle());
+    // The connection driver is aborted when the session ends, whatever the path.
+    let _stop = tokio_util::task::AbortOnDropHandle::new(driver);
     // Two nodes starting at once must not race to create the table.
     client
         .batch_execute(
@@ -122,15 +123,6 @@ struct Disconnected<'a>(&'a Sink);
 impl Drop for Disconnected<'_> {
     fn drop(&mut self) {
         self.0.set_connected(false);
-    }
-}
-
-/// Aborts the connection driver when the session ends, whatever the path.
-struct AbortOnDrop(tokio::task::AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 

@@ -812,11 +812,17 @@ impl TopicCache {
             let ticket = inner.ticket(topic);
             let mut dropped = Vec::new();
             for (variant, patched) in new {
-                match patched {
-                    Patched::Kept => {}
-                    Patched::New(rendered) => inner.insert((topic, variant), ticket, Arc::new(rendered), self.budget),
-                    Patched::Evicted => dropped.extend(inner.drop_variant((topic, variant))),
-                }
+                // The old rendering goes first: the new one may not be
+                // stored (too large for the budget), and the old must not stay.
+                dropped.extend(match patched {
+                    Patched::Kept => None,
+                    Patched::Evicted => inner.drop_variant((topic, variant)),
+                    Patched::New(rendered) => {
+                        let old = inner.drop_variant((topic, variant));
+                        inner.insert((topic, variant), ticket, Arc::new(rendered), self.budget);
+                        old
+                    }
+                });
             }
             drop(inner);
             drop(dropped);
@@ -1173,6 +1179,19 @@ mod tests {
         assert!(cache.get(html).is_none(), "a render from before the post is void");
         assert_eq!(cache.bytes(), kept.weight(), "the byte count follows");
         assert_eq!(cache.patch(7, None, posted(1)), Some(Vec::new()), "nothing cached: evicted as after any write");
+    }
+
+    /// A patched rendering too large for the cache is not stored, and the
+    /// one it replaces does not stay either.
+    #[test]
+    fn a_patch_too_large_to_store_evicts_what_it_replaces() {
+        let cache = TopicCache::new(4096);
+        let json = (6, Variant::Json(PostSort::Best));
+        cache.insert(json, cache.ticket(6), render("score 0"));
+        let huge = |_: Variant, old: &Rendered| Patched::New(old.with_body(vec![b'x'; 4096]));
+        assert_eq!(cache.patch(6, Some(1), huge), None);
+        assert!(cache.get(json).is_none(), "neither the old rendering nor the new one");
+        assert_eq!(cache.bytes(), 0);
     }
 
     #[test]

@@ -547,25 +547,8 @@ mod tests {
 
     #[test]
     fn a_rendered_topic_is_patched_where_it_says_its_score() {
-        let topic = Topic {
-            id: 4,
-            community: "c".into(),
-            author: Some("ann".into()),
-            title: r#"the ,"score":1 trick"#.into(),
-            body: Some(r#"quote "score":9"#.into()),
-            body_html: None,
-            url: None,
-            created_at: Timestamp(0),
-            edited_at: None,
-            deleted: false,
-            removed: false,
-            locked: false,
-            score: 41,
-            post_count: 0,
-            community_id: 1,
-            author_id: 1,
-            inbox: Vec::new(),
-        };
+        let topic =
+            Topic { title: r#"the ,"score":1 trick"#.into(), body: Some(r#"quote "score":9"#.into()), ..topic(0) };
         let render = |topic: &Topic| {
             serde_json::to_vec(&TopicResponse { topic, posts: Vec::new(), next: None }).expect("serialises")
         };

@@ -6,12 +6,12 @@
 //! `Create`s of `Note`s replying to them (one in ten), each signed by its
 //! server's key beforehand (the client's signing is not timed; the
 //! server verifies every one), on the first `--voted` topics (default
-//! all). Each remote user acts once before the
-//! clock starts, so its actor is fetched and its user made. Then, in one
-//! run: local reads of the topics (`GET /api/v1/topics/ID`) alone; the
-//! activities alone; and a second set of activities with the reads beside
-//! them. Rate limits stay on, with the per-server limit
-//! (`--limit-federation-instance`) and the per-account vote and post
+//! all). Each remote user acts once before the clock starts, so its actor
+//! is fetched and its user made. Then, in one run: the activities alone;
+//! local reads of the topics (`GET /api/v1/topics/ID`) alone; a second set
+//! of activities with the reads beside them (flat out, or at `--rate`);
+//! and the reads alone again. Rate limits stay on, with the per-server
+//! limit (`--limit-federation-instance`) and the per-account vote and post
 //! limits raised past what the run sends, so each activity still passes
 //! through them.
 
@@ -152,8 +152,13 @@ async fn run(args: InboundArgs) -> anyhow::Result<()> {
         warmed.first_refusal
     );
 
-    let reads_alone = reads(&child, &topics, args.readers, Some(args.read_alone), None).await?;
+    // The replies make the topics longer as the run goes, and a longer
+    // topic is a slower read: the reads alone are taken just before the
+    // set beside them and just after, and their mean is what the reads
+    // beside are held against (taken before the first set, they read
+    // topics without a reply).
     let alone = send_all(&child, first, args.concurrency, None).await?;
+    let reads_before = reads(&child, &topics, args.readers, Some(args.read_alone), None).await?;
     let stop = Arc::new(AtomicBool::new(false));
     let beside_reads = {
         let (child, topics, stop) = (child.clone(), topics.clone(), stop.clone());
@@ -163,8 +168,11 @@ async fn run(args: InboundArgs) -> anyhow::Result<()> {
     let beside = send_all(&child, second, args.concurrency, args.rate).await?;
     stop.store(true, Ordering::Relaxed);
     let reads_beside = beside_reads.await??;
+    let reads_after = reads(&child, &topics, args.readers, Some(args.read_alone), None).await?;
+    let reads_alone = (reads_before.per_second() + reads_after.per_second()) / 2.0;
+    let read_failures = reads_before.failed + reads_beside.failed + reads_after.failed;
 
-    let ratio = reads_beside.per_second() / reads_alone.per_second().max(1e-9);
+    let ratio = reads_beside.per_second() / reads_alone.max(1e-9);
     if args.json {
         println!(
             "{}",
@@ -173,8 +181,10 @@ async fn run(args: InboundArgs) -> anyhow::Result<()> {
                 "topics": args.topics, "voted": voted.len(), "rate": args.rate,
                 "alone_per_second": alone.per_second(), "beside_reads_per_second": beside.per_second(),
                 "taken": alone.accepted + beside.accepted, "refused": alone.refused + beside.refused,
-                "reads_alone_per_second": reads_alone.per_second(), "reads_beside_per_second": reads_beside.per_second(),
-                "reads_ratio": ratio, "read_failures": reads_alone.failed + reads_beside.failed,
+                "reads_alone_per_second": reads_alone, "reads_beside_per_second": reads_beside.per_second(),
+                "reads_alone_before_per_second": reads_before.per_second(),
+                "reads_alone_after_per_second": reads_after.per_second(),
+                "reads_ratio": ratio, "read_failures": read_failures,
             })
         );
     } else {
@@ -199,12 +209,15 @@ async fn run(args: InboundArgs) -> anyhow::Result<()> {
             );
         }
         println!(
-            "  local reads ({} at once): {:.0}/s alone, {:.0}/s beside the activities: {:.2} x ({} failed)",
+            "  local reads ({} at once): {:.0}/s alone ({:.0} before the set beside them, {:.0} after), \
+             {:.0}/s beside the activities: {:.2} x ({} failed)",
             args.readers,
-            reads_alone.per_second(),
+            reads_alone,
+            reads_before.per_second(),
+            reads_after.per_second(),
             reads_beside.per_second(),
             ratio,
-            reads_alone.failed + reads_beside.failed
+            read_failures
         );
     }
     Ok(())

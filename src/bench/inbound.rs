@@ -92,6 +92,10 @@ type Signed = (Bytes, Vec<(&'static str, String)>);
 
 async fn run(args: InboundArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.hosts > 0 && args.users > 0 && args.topics > 0, "hosts, users and topics must be at least 1");
+    anyhow::ensure!(
+        args.rate.is_none_or(|r| r.is_finite() && r > 0.0),
+        "--rate must be a positive number of activities a second"
+    );
     let sim = Sim::start(args.hosts, args.users).await?;
     let exe = match &args.pith {
         Some(p) => p.clone(),
@@ -294,7 +298,6 @@ impl Sent {
 /// Sends `set`, `concurrency` at once, flat out or each at its time at
 /// `rate` a second (one late goes at once: the rate reached says so).
 async fn send_all(child: &Arc<Child>, set: Vec<Signed>, concurrency: usize, rate: Option<f64>) -> anyhow::Result<Sent> {
-    anyhow::ensure!(rate.is_none_or(|r| r.is_finite() && r > 0.0), "--rate must be a positive number");
     let set = Arc::new(set);
     let next = Arc::new(AtomicUsize::new(0));
     let started = tokio::time::Instant::now();

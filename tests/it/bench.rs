@@ -397,6 +397,19 @@ async fn bench_inbound_takes_every_signed_activity_and_measures_reads_beside_the
     assert_eq!(r["read_failures"], 0, "{r}");
 }
 
+/// A rate that is no positive number is refused before anything starts,
+/// with a readable message and a non-zero exit.
+#[tokio::test]
+async fn bench_inbound_refuses_a_rate_that_is_no_positive_number() {
+    for rate in ["0", "-5", "inf", "NaN", "fast"] {
+        let flag = format!("--rate={rate}");
+        let out = run_pith(&["bench", "inbound", flag.as_str()].map(OsStr::new)).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "--rate {rate} accepted");
+        assert!(stderr.contains("--rate"), "--rate {rate}: {stderr}");
+    }
+}
+
 /// Runs a bench script (at most 2 minutes, without the caller's
 /// PITH_DATABASE), checks that it succeeded and returns its stdout.
 /// The cells of the first (or with `last`, the last) markdown table row

@@ -55,6 +55,33 @@ async fn with_federation_off_every_federation_route_is_an_unknown_path() {
     assert!(app.state.store.actor_key(pith::model::federation::ActorKind::Community, 1).await.expect("read").is_none());
 }
 
+/// Keys made by `counted_key`, for the test that asks for one key many
+/// times at once (the only caller of `counted_key`).
+static KEYS_MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn counted_key() -> Result<ActorKey, String> {
+    KEYS_MADE.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    keys::generate()
+}
+
+#[tokio::test]
+async fn a_key_asked_for_by_many_at_once_is_made_once() {
+    let app = spawn_app().await;
+    let asks = (0..16).map(|_| {
+        let state = app.state.clone();
+        tokio::spawn(async move { keys::key_made_by(&state, ActorKind::Site, 0, counted_key).await })
+    });
+    let got: Vec<ActorKey> =
+        futures_util::future::join_all(asks).await.into_iter().map(|r| r.expect("task").expect("key")).collect();
+    assert_eq!(KEYS_MADE.load(std::sync::atomic::Ordering::SeqCst), 1, "one key made for sixteen asks");
+    assert!(got.iter().all(|k| k.public_pem == got[0].public_pem), "every ask got the key kept");
+    let kept = app.state.store.actor_key(ActorKind::Site, 0).await.expect("read").expect("kept");
+    assert_eq!(kept.public_pem, got[0].public_pem);
+    // Asked again, the kept key is read, not made.
+    keys::key_made_by(&app.state, ActorKind::Site, 0, counted_key).await.expect("key");
+    assert_eq!(KEYS_MADE.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
 /// What a remote inbox was sent: each request's headers and body.
 type Received = Arc<Mutex<Vec<(HeaderMap, Vec<u8>)>>>;
 

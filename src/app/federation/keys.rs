@@ -31,10 +31,31 @@ pub fn generate() -> Result<ActorKey, String> {
 
 /// The actor's key pair, made and stored the first time it is needed.
 pub async fn key_for<S: Store>(state: &AppState<S>, kind: ActorKind, local_id: i64) -> AppResult<ActorKey> {
+    key_made_by(state, kind, local_id, generate).await
+}
+
+/// `key_for` with the key maker given (a test counts what it makes).
+/// One key is made at a time, and a caller that waited for the turn
+/// reads the store again first: the first contact with another server
+/// asks for the site's key once per remote actor it fetches, dozens at
+/// once, and each made its own key (a fraction of a second of a core
+/// each here, seconds on a Pi) where one is kept. Keys are made once per
+/// actor, so one turn for all of them holds nothing up.
+pub async fn key_made_by<S: Store>(
+    state: &AppState<S>,
+    kind: ActorKind,
+    local_id: i64,
+    make: fn() -> Result<ActorKey, String>,
+) -> AppResult<ActorKey> {
+    static MAKING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     if let Some(key) = state.store.actor_key(kind, local_id).await? {
         return Ok(key);
     }
-    let key = tokio::task::spawn_blocking(generate)
+    let _turn = MAKING.lock().await;
+    if let Some(key) = state.store.actor_key(kind, local_id).await? {
+        return Ok(key);
+    }
+    let key = tokio::task::spawn_blocking(make)
         .await
         .map_err(|e| AppError::Internal(format!("key task: {e}")))?
         .map_err(AppError::Internal)?;

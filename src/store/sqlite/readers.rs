@@ -14,7 +14,7 @@ use crossbeam_channel::Sender;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::conn::{Role, map_err, open};
+use super::conn::{Role, open, run_cached};
 use crate::store::{StoreError, StoreResult};
 
 type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
@@ -57,9 +57,11 @@ impl Readers {
 }
 
 fn in_snapshot<R>(conn: &Connection, f: impl FnOnce(&Connection) -> StoreResult<R>) -> StoreResult<R> {
-    conn.execute_batch("BEGIN").map_err(map_err)?;
+    // Cached statements: `execute_batch` would parse BEGIN and COMMIT
+    // again on every read.
+    run_cached(conn, "BEGIN")?;
     let result = catch_unwind(AssertUnwindSafe(|| f(conn)))
         .unwrap_or_else(|_| Err(StoreError::Internal("a read panicked".into())));
-    let _ = conn.execute_batch("COMMIT");
+    let _ = run_cached(conn, "COMMIT");
     result
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use super::rows::{PRESET, Row, TABLES, Tally};
+use super::rows::{PRESET, RECOUNT, Row, TABLES, Tally};
 use super::{postgres, sqlite};
 use crate::backup::ServeLock;
 
@@ -79,6 +79,7 @@ pub async fn sqlite_to_postgres(src: &Path, url: &str) -> anyhow::Result<(Tallie
     read.context("cannot read the source")?;
     written?;
     postgres::reset_sequences(&txn, &with_id).await?;
+    txn.execute(RECOUNT, &[]).await.context("cannot count the copied topics")?;
     txn.commit().await.context("cannot commit the copy")?;
     let mut target = Vec::new();
     for (table, cols) in &all_cols {
@@ -126,6 +127,7 @@ pub async fn postgres_to_sqlite(url: &str, dst: &Path) -> anyhow::Result<(Tallie
         all_cols.push((*table, cols));
     }
     src.commit().await?;
+    txn.execute(RECOUNT, []).context("cannot count the copied topics")?;
     txn.commit().context("cannot commit the copy")?;
     let check = sqlite::open_source(dst)?;
     let mut target = Vec::new();

@@ -45,6 +45,13 @@ pub const TABLES: &[&str] = &[
 /// is not empty without: their rows are replaced, not refused.
 pub const PRESET: &[&str] = &["site"];
 
+/// Counts the schema's triggers keep (migrations: community topic count),
+/// counted again once every row is in: a community's copied count, then
+/// its topics counted by the trigger as they go in, would be twice the
+/// count. Both backends run this statement.
+pub const RECOUNT: &str = "UPDATE communities SET topic_count = (SELECT count(*) FROM topics t \
+     WHERE t.community_id = communities.id AND NOT t.deleted AND NOT t.removed)";
+
 /// Rows sent from the reader to the writer at a time.
 pub const BATCH: usize = 500;
 

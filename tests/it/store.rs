@@ -616,6 +616,57 @@ async fn the_postgres_store_tells_the_whole_story_and_keeps_it_across_a_reconnec
     let profile = store.profile("bob".into()).await.expect("profile");
     assert_eq!(profile.topics[0].body.as_deref(), Some("Which microSD card?"));
     let applied = db.client().await.query_one("SELECT count(*) FROM pith_migrations", &[]).await.expect("count");
-    assert_eq!(applied.get::<_, i64>(0), 14);
+    assert_eq!(applied.get::<_, i64>(0), 15);
+    store.shutdown().await;
+}
+
+/// A community's topic count follows every change to its topics: made,
+/// deleted by the author, removed and restored by a moderator (a deleted
+/// topic restored stays out of the count).
+async fn topic_counts<S: Store>(store: &S) {
+    let admin = store.create_user(Username::parse("admin").expect("name"), None, true).await.expect("admin");
+    let author = store.create_user(Username::parse("author").expect("name"), None, false).await.expect("author");
+    let new = |name: &str| NewCommunity {
+        name: CommunityName::parse(name).expect("name"),
+        title: Title::parse("Counted").expect("title"),
+        description: String::new(),
+    };
+    store.create_community(&admin, new("counted")).await.expect("community");
+    store.create_community(&admin, new("other")).await.expect("community");
+    let count = |name: &'static str| async move { store.community(name.into()).await.expect("read").topic_count };
+    let mut made = Vec::new();
+    for i in 0..4 {
+        made.push(store.create_topic(&author, new_topic("counted", &format!("T{i}"), None)).await.expect("topic"));
+    }
+    store.create_topic(&author, new_topic("other", "Elsewhere", None)).await.expect("topic");
+    assert_eq!((count("counted").await, count("other").await), (4, 1));
+    store.delete_topic(&author, made[0].id).await.expect("delete");
+    assert_eq!(count("counted").await, 3, "deleted by its author");
+    let reason = || Reason::parse("", false).expect("reason");
+    store.moderate(&admin, pith::model::ModAction::RemoveTopic(made[1].id), reason()).await.expect("remove");
+    assert_eq!(count("counted").await, 2, "removed by a moderator");
+    store.moderate(&admin, pith::model::ModAction::RestoreTopic(made[1].id), reason()).await.expect("restore");
+    assert_eq!(count("counted").await, 3, "restored");
+    store.moderate(&admin, pith::model::ModAction::RemoveTopic(made[0].id), reason()).await.expect("remove");
+    store.moderate(&admin, pith::model::ModAction::RestoreTopic(made[0].id), reason()).await.expect("restore");
+    assert_eq!(count("counted").await, 3, "a deleted topic removed and restored is still deleted");
+    let listed = store.list_communities().await.expect("list");
+    let counts: Vec<(String, i64)> = listed.into_iter().map(|c| (c.name, c.topic_count)).collect();
+    assert_eq!(counts, [("counted".to_owned(), 3), ("other".to_owned(), 1)]);
+}
+
+#[tokio::test]
+async fn the_sqlite_store_counts_a_communitys_topics_as_they_change() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(&dir.path().join("pith.db"), &SqliteOptions::default()).expect("open");
+    topic_counts(&store).await;
+    store.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_postgres_store_counts_a_communitys_topics_as_they_change() {
+    let db = crate::support::pg::TestDb::create().await;
+    let store = db.store().await;
+    topic_counts(&store).await;
     store.shutdown().await;
 }

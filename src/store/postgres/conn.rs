@@ -27,6 +27,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (12, include_str!("../../../migrations/postgres/0012_federation_instances.sql")),
     (13, include_str!("../../../migrations/postgres/0013_federation_content.sql")),
     (14, include_str!("../../../migrations/postgres/0014_federation_following.sql")),
+    (15, include_str!("../../../migrations/postgres/0015_community_topic_count.sql")),
 ];
 
 /// Any number: every node takes this advisory lock to migrate, so nodes

@@ -160,9 +160,9 @@ pub async fn community_id(c: &impl GenericClient, name: &str) -> StoreResult<i64
     }
 }
 
+/// `topic_count` is kept by a trigger (migrations/postgres/0015).
 const COMMUNITY_SQL: &str = "SELECT c.id, c.name, c.title, c.description, c.created_at, coalesce(a.url, a.actor_id), \
-     (SELECT count(*) FROM topics t WHERE t.community_id = c.id AND NOT t.deleted AND NOT t.removed) \
-     FROM communities c LEFT JOIN ap_actors a ON a.id = c.actor";
+     c.topic_count FROM communities c LEFT JOIN ap_actors a ON a.id = c.actor";
 
 fn community_row(r: &Row) -> StoreResult<Community> {
     Ok(Community {

@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0013_federation_instances.sql"),
     include_str!("../../../migrations/sqlite/0014_federation_content.sql"),
     include_str!("../../../migrations/sqlite/0015_federation_following.sql"),
+    include_str!("../../../migrations/sqlite/0016_community_topic_count.sql"),
 ];
 
 /// Prepared statements each connection keeps (`prepare_cached`): more

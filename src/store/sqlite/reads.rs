@@ -161,9 +161,9 @@ pub fn community_id(conn: &Connection, name: &str) -> StoreResult<i64> {
         .ok_or(StoreError::NotFound("community"))
 }
 
+/// `topic_count` is kept by triggers (migrations/sqlite/0016).
 const COMMUNITY_SQL: &str = "SELECT c.id, c.name, c.title, c.description, c.created_at, coalesce(a.url, a.actor_id), \
-     (SELECT count(*) FROM topics t WHERE t.community_id = c.id AND t.deleted = 0 AND t.removed = 0) \
-     FROM communities c LEFT JOIN ap_actors a ON a.id = c.actor";
+     c.topic_count FROM communities c LEFT JOIN ap_actors a ON a.id = c.actor";
 
 fn community_row(r: &Row<'_>) -> rusqlite::Result<Community> {
     Ok(Community {

@@ -309,6 +309,9 @@ pub trait Store: Send + Sync + 'static {
     // Communities.
     fn list_communities(&self) -> impl Future<Output = StoreResult<Vec<Community>>> + Send;
     fn community(&self, name: String) -> impl Future<Output = StoreResult<Community>> + Send;
+    /// The community topic `topic_id` is in, in one read (NotFound
+    /// "topic" without it): what an inbound activity about a topic needs.
+    fn topic_community(&self, topic_id: i64) -> impl Future<Output = StoreResult<Community>> + Send;
     fn create_community(
         &self,
         creator: &User,

@@ -650,6 +650,11 @@ async fn topic_counts<S: Store>(store: &S) {
     store.moderate(&admin, pith::model::ModAction::RemoveTopic(made[0].id), reason()).await.expect("remove");
     store.moderate(&admin, pith::model::ModAction::RestoreTopic(made[0].id), reason()).await.expect("restore");
     assert_eq!(count("counted").await, 3, "a deleted topic removed and restored is still deleted");
+    // A topic's community in one read, deleted topics included.
+    let of = store.topic_community(made[0].id).await.expect("community of a topic");
+    assert_eq!((of.name.as_str(), of.topic_count), ("counted", 3));
+    let missing = store.topic_community(i64::MAX).await;
+    assert!(matches!(missing, Err(StoreError::NotFound("topic"))), "{missing:?}");
     let listed = store.list_communities().await.expect("list");
     let counts: Vec<(String, i64)> = listed.into_iter().map(|c| (c.name, c.topic_count)).collect();
     assert_eq!(counts, [("counted".to_owned(), 3), ("other".to_owned(), 1)]);

@@ -122,11 +122,6 @@ async fn local_object<S: Store>(state: &AppState<S>, id: &str) -> AppResult<Opti
     })
 }
 
-async fn community_of<S: Store>(state: &AppState<S>, topic_id: i64) -> AppResult<Community> {
-    let topic = state.store.topic(topic_id).await?;
-    Ok(state.store.community(topic.community).await?)
-}
-
 /// Whether the sender may act in `community`: a local one when sent to
 /// us directly; a remote one only through its own Group's `Announce`.
 fn admitted(sender: &Sender<'_>, community: &Community) -> bool {
@@ -143,7 +138,7 @@ async fn community_for<S: Store>(
     sender: &Sender<'_>,
     topic_id: i64,
 ) -> AppResult<Option<Community>> {
-    let community = community_of(state, topic_id).await?;
+    let community = state.store.topic_community(topic_id).await?;
     if admitted(sender, &community) {
         return Ok(Some(community));
     }

@@ -177,6 +177,11 @@ impl Store for PgStore {
         reads::community(&client, &name).await
     }
 
+    async fn topic_community(&self, topic_id: i64) -> StoreResult<Community> {
+        let client = get(&self.pool).await?;
+        reads::topic_community(&client, topic_id).await
+    }
+
     async fn create_community(&self, creator: &User, new: NewCommunity) -> StoreResult<Community> {
         let now = Timestamp::now();
         write!(self, |c| writes::create_community(c, creator, &new, now))

@@ -189,6 +189,14 @@ pub async fn community(c: &impl GenericClient, name: &str) -> StoreResult<Commun
     }
 }
 
+pub async fn topic_community(c: &impl GenericClient, topic_id: i64) -> StoreResult<Community> {
+    let sql = format!("{COMMUNITY_SQL} WHERE c.id = (SELECT community_id FROM topics WHERE id = $1)");
+    match opt(c, &sql, &[&topic_id]).await? {
+        Some(r) => community_row(&r),
+        None => Err(StoreError::NotFound("topic")),
+    }
+}
+
 pub async fn user_credentials(c: &impl GenericClient, name: &str) -> StoreResult<Option<(User, Option<String>)>> {
     let sql = format!(
         "SELECT {USER_COLS}, u.password_hash FROM users u WHERE lower(u.name) = lower($1) AND u.deleted_at IS NULL"

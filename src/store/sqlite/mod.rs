@@ -228,6 +228,10 @@ impl Store for SqliteStore {
         self.readers.read(move |c| reads::community(c, &name)).await
     }
 
+    async fn topic_community(&self, topic_id: i64) -> StoreResult<Community> {
+        self.readers.read(move |c| reads::topic_community(c, topic_id)).await
+    }
+
     async fn create_community(&self, creator: &User, new: NewCommunity) -> StoreResult<Community> {
         let (creator, now) = (creator.clone(), Timestamp::now());
         self.writer.write(move |c| writes::create_community(c, &creator, &new, now)).await

@@ -190,6 +190,13 @@ pub fn community(conn: &Connection, name: &str) -> StoreResult<Community> {
         .ok_or(StoreError::NotFound("community"))
 }
 
+pub fn topic_community(conn: &Connection, topic_id: i64) -> StoreResult<Community> {
+    conn.prepare_cached(&format!("{COMMUNITY_SQL} WHERE c.id = (SELECT community_id FROM topics WHERE id = ?1)"))
+        .and_then(|mut s| s.query_row([topic_id], community_row).optional())
+        .map_err(map_err)?
+        .ok_or(StoreError::NotFound("topic"))
+}
+
 pub fn user_credentials(conn: &Connection, name: &str) -> StoreResult<Option<(User, Option<String>)>> {
     conn.prepare_cached(&format!(
         "SELECT {USER_COLS}, u.password_hash FROM users u WHERE u.name = ?1 AND u.deleted_at IS NULL"

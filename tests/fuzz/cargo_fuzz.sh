@@ -25,10 +25,10 @@ CARGO_FUZZ_VERSION=0.13.2
 SECONDS_PER_TARGET=${PITH_FUZZ_SECONDS:-20}
 TARGETS=${PITH_FUZZ_TARGETS:-markdown live_proto cursor query request_head media activity}
 # AddressSanitizer (cargo-fuzz's default): Pith's parsers are safe Rust, but
-# the renderer's dependencies (pulldown-cmark, url) use unsafe code, and ASan
-# is affordable here: on 2 shared cores the cold build takes about 6.5 min
-# and the targets still run 1,000 (markdown) to 55,000 (cursor) inputs/s.
-# PITH_FUZZ_SANITIZER=none trades that check for speed.
+# the renderer's dependencies (pulldown-cmark, url) use unsafe code. It is
+# slow to build: Pith and every dependency instrumented took over 20 min of
+# a cold run on 2 shared cores. PITH_FUZZ_SANITIZER=none trades that check
+# for time (./test.sh does).
 SANITIZER=${PITH_FUZZ_SANITIZER:-address}
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
@@ -48,8 +48,15 @@ if ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
     cargo install --locked "cargo-fuzz@$CARGO_FUZZ_VERSION"
 fi
 
+# PITH_INSTALL_ONLY=1: stop here, installed (tests/lib/prefetch.sh).
+[ -z "${PITH_INSTALL_ONLY:-}" ] || exit 0
+
 echo "== building the fuzz targets (nightly, sanitizer: $SANITIZER)"
-cargo +nightly fuzz build --sanitizer "$SANITIZER"
+# 16 codegen units: cargo-fuzz's default of 1 in release builds compiles
+# Pith's whole library in one LLVM module on one core (over 11 min of CPU here,
+# at opt-level 3). The same flags for `run`, or it builds again.
+BUILD=(--sanitizer "$SANITIZER" --codegen-units 16)
+cargo +nightly fuzz build "${BUILD[@]}"
 
 failed=()
 for target in $TARGETS; do
@@ -57,7 +64,7 @@ for target in $TARGETS; do
     mkdir -p "fuzz/corpus/$target"
     # -timeout: an input taking over 10 s counts as a crash (a hang);
     # -rss_limit_mb: so does passing 2 GiB, well over any real request.
-    if ! cargo +nightly fuzz run --sanitizer "$SANITIZER" "$target" -- \
+    if ! cargo +nightly fuzz run "${BUILD[@]}" "$target" -- \
         -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1; then
         failed+=("$target")
     fi

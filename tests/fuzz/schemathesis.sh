@@ -44,9 +44,14 @@ if ! "$VENV/bin/schemathesis" --version 2>/dev/null | grep -qx "schemathesis, ve
     "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
-echo "== building pith"
-cargo build --locked --quiet --bin pith
-PITH="${CARGO_TARGET_DIR:-target}/debug/pith"
+# PITH_INSTALL_ONLY=1: stop here, installed (tests/lib/prefetch.sh).
+[ -z "${PITH_INSTALL_ONLY:-}" ] || exit 0
+
+if [ -z "${PITH:-}" ]; then
+    echo "== building pith"
+    cargo build --locked --quiet --bin pith
+    PITH="${CARGO_TARGET_DIR:-target}/debug/pith"
+fi
 
 DATA=$(mktemp -d "${TMPDIR:-/tmp}/pith-fuzz.XXXXXX")
 SERVER_PID=

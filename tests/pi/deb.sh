@@ -25,8 +25,9 @@ mkdir -p "$out"
 # (`--profile dev` reads target/debug/pith; the browser tests use the same
 # build next) instead of spending a fat-LTO release build on it. arm64.sh cross-builds and packages
 # an optimised binary.
-step "cargo build --bin pith, packaged by cargo deb --profile dev --no-build"
-cargo build --locked --bin pith
+step "target/debug/pith, packaged by cargo deb --profile dev --no-build"
+# test.sh names the build its test step made in $PITH (at target/debug/pith).
+[ -n "${PITH:-}" ] || cargo build --locked --bin pith
 cargo deb --profile dev --no-build --no-dbgsym --output "$out/pith_${version}-1_amd64.deb"
 # The "newer" package: the same binary under the next Debian revision, as
 # a packaging fix would ship.

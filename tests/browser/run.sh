@@ -23,15 +23,10 @@ if [ ! -x /usr/bin/chromium ]; then
         exit 1
     fi
 fi
-# npm records what it installed in node_modules/.package-lock.json: a
-# package-lock.json newer than that has changed since.
-if [ ! tests/browser/node_modules/.package-lock.json -nt tests/browser/package-lock.json ]; then
-    echo "== npm ci (playwright-core)"
-    (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error)
-fi
+source tests/lib/npm.sh
+npm_ci tests/browser
 # PITH_INSTALL_ONLY=1: stop here, installed (tests/lib/prefetch.sh).
 [ -z "${PITH_INSTALL_ONLY:-}" ] || exit 0
-
 
 if [ -z "${PITH:-}" ]; then
     echo "== building pith"

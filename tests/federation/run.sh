@@ -14,15 +14,10 @@ if ! command -v node >/dev/null; then
     echo "run.sh: node is missing (Node 20 or later)" >&2
     exit 1
 fi
-# npm records what it installed in node_modules/.package-lock.json: a
-# package-lock.json newer than that has changed since.
-if [ ! tests/federation/node_modules/.package-lock.json -nt tests/federation/package-lock.json ]; then
-    echo "== npm ci (@fedify/fedify)"
-    (cd tests/federation && npm ci --no-audit --no-fund --loglevel=error)
-fi
+source tests/lib/npm.sh
+npm_ci tests/federation
 # PITH_INSTALL_ONLY=1: stop here, installed (tests/lib/prefetch.sh).
 [ -z "${PITH_INSTALL_ONLY:-}" ] || exit 0
-
 
 if [ -z "${PITH:-}" ]; then
     echo "== building pith"

@@ -32,7 +32,7 @@ fi
 touch "$done_dir/debian.done"
 
 # The rest at once; the two compiles at the lowest priority, so they take
-# only what the test build leaves idle (its link steps, its last crates).
+# only what Clippy's check build leaves idle (its serial stretches).
 jobs=(
     "PITH_INSTALL_ONLY=1 tests/fuzz/schemathesis.sh"
     "PITH_INSTALL_ONLY=1 tests/browser/run.sh"

@@ -26,8 +26,10 @@ mkdir -p "$out"
 # build next) instead of spending a fat-LTO release build on it. arm64.sh cross-builds and packages
 # an optimised binary.
 step "target/debug/pith, packaged by cargo deb --profile dev --no-build"
-# test.sh names the build its test step made in $PITH (at target/debug/pith).
-[ -n "${PITH:-}" ] || cargo build --locked --bin pith
+# test.sh names the build its test step made in $PITH; build only when that
+# is not the file packaged here.
+[ -n "${PITH:-}" ] && [ "$(realpath -m "$PITH")" = "$(realpath -m "$(target_dir)/debug/pith")" ] ||
+    cargo build --locked --bin pith
 cargo deb --profile dev --no-build --no-dbgsym --output "$out/pith_${version}-1_amd64.deb"
 # The "newer" package: the same binary under the next Debian revision, as
 # a packaging fix would ship.

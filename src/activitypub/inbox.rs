@@ -11,7 +11,7 @@
 //! ban, a locked topic, someone else's post) is the same error as the API
 //! answers (403 with its JSON body).
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -70,11 +70,11 @@ pub async fn user<S: Store>(
 }
 
 /// The parts of an inbox POST the signature covers.
-struct Request {
+struct Request<B = Body> {
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    body: Body,
+    body: B,
 }
 
 fn bad(message: impl Into<String>) -> AppError {
@@ -110,6 +110,18 @@ fn inbox_runtime() -> Option<&'static tokio::runtime::Handle> {
 }
 
 async fn receive<S: Store>(state: AppState<S>, target: Target, req: Request) -> AppResult<Response> {
+    federation(&state)?;
+    // Read here, by the connection's own task: the body's bytes come from
+    // it, and read on the inbox's thread each chunk would wake this one
+    // and then that one again.
+    let body = match Limited::new(req.body, MAX_ACTIVITY_BYTES).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return Err(AppError::PayloadTooLarge(MAX_ACTIVITY_BYTES));
+        }
+        Err(e) => return Err(bad(format!("the body could not be read: {e}"))),
+    };
+    let req = Request { method: req.method, uri: req.uri, headers: req.headers, body };
     match inbox_runtime() {
         Some(runtime) => tokio_util::task::AbortOnDropHandle::new(runtime.spawn(receive_here(state, target, req)))
             .await
@@ -118,11 +130,14 @@ async fn receive<S: Store>(state: AppState<S>, target: Target, req: Request) -> 
     }
 }
 
-async fn receive_here<S: Store>(state: AppState<S>, target: Target, req: Request) -> AppResult<Response> {
+async fn receive_here<S: Store>(state: AppState<S>, target: Target, req: Request<Bytes>) -> AppResult<Response> {
     let Request { method, uri, headers, body } = req;
     let fed = federation(&state)?;
     let community = match &target {
-        Target::Community(name) => Some(super::objects::local_community(&state, name.clone()).await?.name),
+        Target::Community(name) => {
+            let read = super::objects::local_community(&state, name.clone());
+            Some(fed.known.community(name, read).await?.name)
+        }
         Target::User(name) => {
             // A remote user has no inbox here: it is an actor at its home.
             if crate::model::federation::is_remote_name(name) {
@@ -133,16 +148,10 @@ async fn receive_here<S: Store>(state: AppState<S>, target: Target, req: Request
         }
         Target::Shared => None,
     };
-    let body = match Limited::new(body, MAX_ACTIVITY_BYTES).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return Err(AppError::PayloadTooLarge(MAX_ACTIVITY_BYTES));
-        }
-        Err(e) => return Err(bad(format!("the body could not be read: {e}"))),
-    };
     let path = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
     let inbound = Inbound { method: method.as_str(), path_and_query: path, headers: &headers, body: &body };
-    let signer = actors::verify(&state, &fed, &inbound).await?;
+    let known = actors::verify(&state, &fed, &inbound).await?;
+    let signer = &known.actor;
     let activity: Value = serde_json::from_slice(&body).map_err(|e| bad(format!("not JSON: {e}")))?;
     let kind = activity.get("type").and_then(Value::as_str).ok_or_else(|| bad("the activity has no type"))?;
     let actor = id_of(activity.get("actor")).ok_or_else(|| bad("the activity has no actor"))?;
@@ -157,18 +166,24 @@ async fn receive_here<S: Store>(state: AppState<S>, target: Target, req: Request
     // (`app::federation::instances`): every activity passed them.
     // Counted per server (in `verify`) and per remote user, not by the
     // address all of that server's users share.
-    let sender = Sender { actor: &signer, ip: ClientIp::FEDERATED, inbox: community.as_deref(), via: None };
+    let sender = Sender {
+        actor: signer,
+        user: known.user.as_ref(),
+        ip: ClientIp::FEDERATED,
+        inbox: community.as_deref(),
+        via: None,
+    };
     match kind {
         "Follow" => {
             let community = followed(&state, &target, id_of(activity.get("object"))).await?;
-            follow::follow(&state, &fed, &community, &signer, &activity).await?;
+            follow::follow(&state, &fed, &community, signer, &activity).await?;
         }
         "Undo" => undo(&state, &fed, &target, &sender, &activity).await?,
         // Phase 2: what the Groups of remote communities followed from
         // here send (`join`).
-        "Accept" => join::answered(&state, &signer, &activity, true).await?,
-        "Reject" => join::answered(&state, &signer, &activity, false).await?,
-        "Announce" => join::announced(&state, &fed, &signer, &activity).await?,
+        "Accept" => join::answered(&state, signer, &activity, true).await?,
+        "Reject" => join::answered(&state, signer, &activity, false).await?,
+        "Announce" => join::announced(&state, &fed, signer, &activity).await?,
         other => inbound::act(&state, &fed, &sender, other, &activity).await?,
     }
     Ok(StatusCode::ACCEPTED.into_response())

@@ -44,7 +44,20 @@ pub fn apply_here<S: Store>(state: &AppState<S>, change: &Change) {
         Change::TokensRevoked { user_id } => state.tokens.forget_user(*user_id),
         Change::AccountDeleted { user_id, topics } => {
             state.tokens.forget_user(*user_id);
+            if let Some(fed) = state.federation.get() {
+                fed.known.user_deleted(*user_id);
+            }
             topics.iter().for_each(|&topic| super::read::evict(state, topic));
+        }
+        Change::Followers { community_id } => {
+            if let Some(fed) = state.federation.get() {
+                fed.known.followers_changed(*community_id);
+            }
+        }
+        Change::ActorFetched { actor_id } => {
+            if let Some(fed) = state.federation.get() {
+                fed.known.actor_fetched(actor_id);
+            }
         }
         Change::Scored { topic_id, post_id, score, .. } => {
             hub.score(post_id.is_some(), post_id.unwrap_or(*topic_id), *topic_id, *score)

@@ -1,6 +1,7 @@
 //! The application's side of the cluster bus: which bus, this node's id,
 //! and what a message from another node does (a `Change` goes through
-//! `apply_here`, a flush drops the whole cache and the token cache).
+//! `apply_here`, a flush drops the whole cache, the token cache and what
+//! federation keeps of remote actors).
 
 use std::sync::Arc;
 
@@ -17,6 +18,9 @@ pub fn receive<S: Store>(app: Arc<App<S>>, msg: Msg) {
             state.cache.clear();
             // A revocation may be among what was lost.
             state.tokens.clear();
+            if let Some(fed) = state.federation.get() {
+                fed.known.clear();
+            }
         }
         // Resolved by the PostgreSQL transport before it gets here.
         Msg::Spilled { .. } => {}

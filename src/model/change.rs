@@ -76,6 +76,13 @@ pub enum Change {
     /// topics it wrote or replied in, which showed its name (or its
     /// removed text).
     AccountDeleted { user_id: i64, topics: Vec<i64> },
+    /// A local community's remote followers changed (a `Follow` or its
+    /// `Undo`): every node forgets the list it keeps
+    /// (`app::federation::known`).
+    Followers { community_id: i64 },
+    /// A remote actor known before was fetched again: its key or inbox
+    /// may have changed, so every node forgets what it keeps of it.
+    ActorFetched { actor_id: String },
 }
 
 /// Who took a topic or post from view, or locked it, and how: what
@@ -128,7 +135,9 @@ impl Change {
             Change::TopicCreated { .. }
             | Change::TokensRevoked { .. }
             | Change::Inbox { .. }
-            | Change::AccountDeleted { .. } => None,
+            | Change::AccountDeleted { .. }
+            | Change::Followers { .. }
+            | Change::ActorFetched { .. } => None,
         }
     }
 
@@ -196,6 +205,8 @@ mod tests {
             },
             Change::TokensRevoked { user_id: 5 },
             Change::AccountDeleted { user_id: 5, topics: vec![3, 8] },
+            Change::Followers { community_id: 4 },
+            Change::ActorFetched { actor_id: "https://a.example/u/ann".into() },
         ];
         for change in changes {
             let text = serde_json::to_string(&change).expect("serialises");

@@ -55,6 +55,15 @@ pub struct RemoteActor {
     pub url: Option<String>,
 }
 
+/// The signer of an inbound request as the store knows it: its actor,
+/// and the user it acts as here when one was made and not deleted (read
+/// in the same query, so an activity costs one read for both).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownActor {
+    pub actor: RemoteActor,
+    pub user: Option<super::User>,
+}
+
 impl RemoteActor {
     /// `name@host`, how a remote actor is shown.
     pub fn handle(&self) -> String {

@@ -1,7 +1,8 @@
 //! What both storage backends do the same way, apart from their SQL: the
 //! `StoreError` a rule's refusal is answered with (the rules themselves are
 //! `model::policy`), the `Post` a new reply becomes, and how a listing
-//! fetched one row past its limit is cut into a page.
+//! fetched one row past its limit is cut into a page; the columns of a
+//! remote actor's row.
 
 use crate::model::inbox::{EXCERPT_CHARS, MAX_MENTIONS, moderation_excerpt};
 use crate::model::policy::{self, Refusal};
@@ -166,6 +167,26 @@ pub const PURGED_MESSAGES: [(&str, &str); 5] = [
 /// no one to run it.
 pub fn last_admin() -> StoreError {
     StoreError::Denied("last_admin", "the only site administrator cannot be deleted; appoint another first".into())
+}
+
+/// A remote actor's columns (`ap_actors`), in the order both backends'
+/// `actor_row` read them.
+pub const ACTOR_COLS: &str = "actor_id, inbox, shared_inbox, key_id, public_key_pem, name, fetched_at, url";
+
+/// `ACTOR_COLS` of the table aliased `a`, for joins.
+pub fn actor_cols_of_a() -> String {
+    ACTOR_COLS.split(", ").map(|c| format!("a.{c}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The remote actor (`a`) matching `condition` and its live user in one
+/// query: `ACTOR_COLS`, then the user's id, name, is_admin and created_at
+/// (null without a user, or with one an administrator deleted).
+pub fn known_actor_sql(condition: &str) -> String {
+    format!(
+        "SELECT {}, u.id, u.name, u.is_admin, u.created_at FROM ap_actors a \
+         LEFT JOIN users u ON u.actor = a.id AND u.deleted_at IS NULL WHERE {condition}",
+        actor_cols_of_a()
+    )
 }
 
 #[cfg(test)]

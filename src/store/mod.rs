@@ -13,7 +13,9 @@ pub mod sqlite;
 
 use std::future::Future;
 
-use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
+use crate::model::federation::{
+    ActorKey, ActorKind, KnownActor, LocalObject, NewDelivery, QueuedDelivery, RemoteActor,
+};
 use crate::model::instances::{InstanceEntry, InstanceRule};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::paging::PageLimit;
@@ -713,8 +715,9 @@ pub trait Store: Send + Sync + 'static {
         local_id: i64,
         key: ActorKey,
     ) -> impl Future<Output = StoreResult<ActorKey>> + Send;
-    /// The remote actor whose key has this id.
-    fn remote_actor_by_key(&self, key_id: String) -> impl Future<Output = StoreResult<Option<RemoteActor>>> + Send;
+    /// The remote actor whose key has this id, with the user it acts as
+    /// here (none when not made yet or deleted: `remote_user` says which).
+    fn remote_actor_by_key(&self, key_id: String) -> impl Future<Output = StoreResult<Option<KnownActor>>> + Send;
     /// Stores the remote actor as fetched, over what was there for its id.
     fn put_remote_actor(&self, actor: RemoteActor) -> impl Future<Output = StoreResult<()>> + Send;
     /// Makes the remote actor `actor_id` (stored) a follower of the

@@ -830,6 +830,50 @@ async fn a_remote_user_posts_edits_votes_and_deletes_and_the_group_announces_it_
     remote_content(spawn_federated_pg_app(&db).await).await;
 }
 
+/// A server that follows after the Group has announced to others (and
+/// kept its list of followers) gets what comes after, and once it leaves,
+/// nothing more: each Follow and Undo is a `Change` that every node's kept
+/// list hears (`app::federation::known`).
+#[tokio::test]
+async fn followers_who_come_and_go_are_announced_to_from_their_follow_until_they_leave() {
+    let app = spawn_federated_app().await;
+    app.community("rust").await;
+    let ferris = app.user("ferris").await;
+    let topic = app.topic("rust", &ferris, "Local things").await;
+    let (early, voter, late) = (Remote::start().await, Remote::start_as("voter").await, Remote::start_as("late").await);
+    let group = format!("{}/ap/c/rust", app.addr);
+    let inbox = "/ap/c/rust/inbox";
+    let topic_id = json!(format!("{}/ap/t/{topic}", app.addr));
+    let vote = |kind: &str, n: u32| activity(&voter, &group, kind, n, topic_id.clone());
+    let inner_kinds = |r: &Remote| -> Vec<String> {
+        let got = r.received.lock().expect("lock").clone();
+        announced(&got, 1).into_iter().map(|(kind, ..)| kind).collect()
+    };
+
+    assert_eq!(deliver(&early, &app, inbox, &follow(&early, &group)).await.status, 202);
+    early.wait_for(1).await;
+    assert_eq!(deliver(&voter, &app, inbox, &vote("Like", 1)).await.status, 202);
+    early.wait_for(2).await;
+
+    // The community's name in another case is the same inbox.
+    assert_eq!(deliver(&late, &app, "/ap/c/RUST/inbox", &follow(&late, &group)).await.status, 202);
+    late.wait_for(1).await;
+    assert_eq!(deliver(&voter, &app, inbox, &vote("Dislike", 2)).await.status, 202);
+    early.wait_for(3).await;
+    late.wait_for(2).await;
+    assert_eq!(inner_kinds(&late), ["Dislike"]);
+
+    let leave = activity(&late, &group, "Undo", 1, follow(&late, &group));
+    assert_eq!(deliver(&late, &app, inbox, &leave).await.status, 202);
+    assert_eq!(deliver(&voter, &app, inbox, &vote("Like", 3)).await.status, 202);
+    early.wait_for(4).await;
+    // Nothing is left to send: the late server was never sent the Like.
+    let queued = || async { pith_deliveries(&app).await.0 };
+    eventually("the delivery queue to empty", || async { (queued().await == 0).then_some(()) }).await;
+    assert_eq!(inner_kinds(&late), ["Dislike"]);
+    assert_eq!(inner_kinds(&early), ["Like", "Dislike", "Like"]);
+}
+
 // ---------------------------------------------------------------------------
 // The administrators' rules for other servers, and each server's rate limit.
 

@@ -11,7 +11,7 @@ use super::signature::{self, Refused};
 use super::{Federation, ids, instances, keys};
 use crate::app::{AppError, AppResult, AppState};
 use crate::model::Timestamp;
-use crate::model::federation::{ActorKind, RemoteActor, same_host};
+use crate::model::federation::{ActorKind, KnownActor, RemoteActor, same_host};
 use crate::store::Store;
 
 /// The site actor's signer, for fetches.
@@ -42,7 +42,12 @@ pub async fn fetch<S: Store>(state: &AppState<S>, fed: &Federation, url: &str) -
         doc = fed.client.get_json(&owner, &signer).await.map_err(|e| unusable(&owner, e))?;
     }
     let actor = parse_actor(&doc, url).map_err(|why| unusable(url, why))?;
+    let known_before = state.store.remote_actor(actor.id.clone()).await?.is_some();
     state.store.put_remote_actor(actor.clone()).await?;
+    // What nodes keep of it (its key, its inbox) is read again.
+    if known_before {
+        crate::app::apply::apply(state, crate::model::Change::ActorFetched { actor_id: actor.id.clone() });
+    }
     Ok(actor)
 }
 
@@ -92,13 +97,14 @@ pub struct Inbound<'a> {
     pub body: &'a [u8],
 }
 
-/// Verifies the request's signature; its signer. 401 (`bad_signature`)
+/// Verifies the request's signature; its signer, with the user it acts
+/// as here when the store has one (one read for both). 401 (`bad_signature`)
 /// when unsigned, stale, with a digest that does not match, or signed by
 /// a key that does not verify it even after its actor is fetched again;
 /// 403 (`instance_blocked`) when its key is on a server the rules refuse,
 /// before anything is fetched; 429 over that server's rate limit, counted
 /// only once the signature holds (`instances`).
-pub async fn verify<S: Store>(state: &AppState<S>, fed: &Federation, req: &Inbound<'_>) -> AppResult<RemoteActor> {
+pub async fn verify<S: Store>(state: &AppState<S>, fed: &Federation, req: &Inbound<'_>) -> AppResult<KnownActor> {
     let header = |name: &str| {
         let values: Vec<&str> = req.headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).collect();
         (!values.is_empty()).then(|| values.join(", "))
@@ -110,9 +116,9 @@ pub async fn verify<S: Store>(state: &AppState<S>, fed: &Federation, req: &Inbou
     let text = signature::signing_string(&sig.headers, req.method, req.path_and_query, header).map_err(refused)?;
     let key_url = sig.key_id.split('#').next().unwrap_or(&sig.key_id).to_owned();
     instances::admit_url(state, &key_url).await?;
-    let actor = verified(state, fed, &sig, &text, &key_url).await?;
-    instances::count_activity(state, &actor.id)?;
-    Ok(actor)
+    let known = verified(state, fed, &sig, &text, &key_url).await?;
+    instances::count_activity(state, &known.actor.id)?;
+    Ok(known)
 }
 
 async fn verified<S: Store>(
@@ -121,19 +127,20 @@ async fn verified<S: Store>(
     sig: &signature::SignatureHeader,
     text: &str,
     key_url: &str,
-) -> AppResult<RemoteActor> {
-    let cached = state.store.remote_actor_by_key(sig.key_id.clone()).await?;
-    if let Some(actor) = &cached
-        && keys::verify(&actor.public_key_pem, text.as_bytes(), &sig.signature)
+) -> AppResult<KnownActor> {
+    let cached = fed.known.signer(&sig.key_id, state.store.remote_actor_by_key(sig.key_id.clone())).await?;
+    if let Some(known) = cached
+        && keys::verify(&known.actor.public_key_pem, text.as_bytes(), &sig.signature)
     {
-        return Ok(actor.clone());
+        return Ok(known);
     }
     let actor = fetch(state, fed, key_url).await?;
     if actor.key_id != sig.key_id {
         return Err(refused(format!("the actor at {key_url} has no key {}", sig.key_id)));
     }
     if keys::verify(&actor.public_key_pem, text.as_bytes(), &sig.signature) {
-        Ok(actor)
+        // Its user, if it has one, is read when it first acts.
+        Ok(KnownActor { actor, user: None })
     } else {
         Err(refused(Refused::Bad(sig.key_id.clone())))
     }

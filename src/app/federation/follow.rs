@@ -7,9 +7,10 @@ use rand::RngCore;
 use serde_json::{Value, json};
 
 use super::{Federation, ids};
+use crate::app::apply::apply;
 use crate::app::{AppResult, AppState};
-use crate::model::Community;
 use crate::model::federation::{ActorKind, NewDelivery, RemoteActor};
+use crate::model::{Change, Community};
 use crate::store::Store;
 
 /// A new activity id under the actor: random, so ids never repeat.
@@ -32,6 +33,7 @@ pub async fn follow<S: Store>(
 ) -> AppResult<Value> {
     let follow_id = follow.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
     state.store.add_follower(community.id, follower.id.clone(), follow_id).await?;
+    apply(state, Change::Followers { community_id: community.id });
     let actor = ids::community(&state.web.public_url(), &community.name);
     // The Follow is embedded as Lemmy embeds it, without its own context
     // (crates/apub/apub/assets/lemmy/activities/following/accept.json).
@@ -60,5 +62,9 @@ pub async fn follow<S: Store>(
 
 /// `follower` stops following `community`; whether it was following.
 pub async fn unfollow<S: Store>(state: &AppState<S>, community: &Community, follower: &RemoteActor) -> AppResult<bool> {
-    Ok(state.store.remove_follower(community.id, follower.id.clone()).await?)
+    let was = state.store.remove_follower(community.id, follower.id.clone()).await?;
+    if was {
+        apply(state, Change::Followers { community_id: community.id });
+    }
+    Ok(was)
 }

@@ -12,6 +12,7 @@
 use axum::http::StatusCode;
 use serde_json::Value;
 
+use super::known::Place;
 use super::{Federation, content, outbound};
 use crate::app::limits::ClientIp;
 use crate::app::moderation::{self, ModRequest};
@@ -26,6 +27,9 @@ use crate::store::{Store, StoreError};
 pub struct Sender<'a> {
     /// The verified signer, the activity's actor.
     pub actor: &'a RemoteActor,
+    /// The user it acts as here, when the inbox read it with the actor;
+    /// `None`: read (or made) when it acts.
+    pub user: Option<&'a User>,
     /// What the rate limits count it as: `ClientIp::FEDERATED` from the
     /// inbox (the server has its own limit; each remote user, theirs).
     pub ip: ClientIp,
@@ -76,8 +80,8 @@ pub async fn act<S: Store>(
         }
     };
     // A remote community's Group announces for itself; ours do.
-    if let Some(community) = taken.filter(|c| !c.is_remote()) {
-        outbound::forward(state, fed, &community, activity, sender.actor).await?;
+    if let Some(place) = taken.filter(|c| !c.is_remote()) {
+        outbound::forward(state, fed, &place, activity, sender.actor).await?;
     }
     Ok(())
 }
@@ -94,14 +98,22 @@ pub async fn undo_vote<S: Store>(
     if id_of(vote_activity.get("actor")) != Some(sender.actor.id.as_str()) {
         return Err(bad("an Undo may undo only its actor's own vote"));
     }
-    if let Some(community) = vote(state, sender, vote_activity, 0).await?.filter(|c| !c.is_remote()) {
-        outbound::forward(state, fed, &community, undo, sender.actor).await?;
+    if let Some(place) = vote(state, sender, vote_activity, 0).await?.filter(|c| !c.is_remote()) {
+        outbound::forward(state, fed, &place, undo, sender.actor).await?;
     }
     Ok(())
 }
 
-/// The user the remote actor acts as.
-async fn acting_user<S: Store>(state: &AppState<S>, actor: &RemoteActor) -> AppResult<User> {
+/// The user the sender acts as.
+async fn acting_user<S: Store>(state: &AppState<S>, sender: &Sender<'_>) -> AppResult<User> {
+    match sender.user {
+        Some(user) => Ok(user.clone()),
+        None => actor_user(state, sender.actor).await,
+    }
+}
+
+/// The user the remote actor acts as, made the first time.
+async fn actor_user<S: Store>(state: &AppState<S>, actor: &RemoteActor) -> AppResult<User> {
     let name = actor.user_name();
     match state.store.remote_user(actor.id.clone(), name.clone()).await {
         // Its first two activities at once: the other made the user.
@@ -124,7 +136,7 @@ async fn local_object<S: Store>(state: &AppState<S>, id: &str) -> AppResult<Opti
 
 /// Whether the sender may act in `community`: a local one when sent to
 /// us directly; a remote one only through its own Group's `Announce`.
-fn admitted(sender: &Sender<'_>, community: &Community) -> bool {
+fn admitted(sender: &Sender<'_>, community: &Place) -> bool {
     match sender.via {
         Some(via) => via.id == community.id,
         None => !community.is_remote(),
@@ -133,12 +145,12 @@ fn admitted(sender: &Sender<'_>, community: &Community) -> bool {
 
 /// The community of `topic_id`, when the sender may act there; `None`
 /// (dropped, logged) when not.
-async fn community_for<S: Store>(
-    state: &AppState<S>,
-    sender: &Sender<'_>,
-    topic_id: i64,
-) -> AppResult<Option<Community>> {
-    let community = state.store.topic_community(topic_id).await?;
+async fn community_for<S: Store>(state: &AppState<S>, sender: &Sender<'_>, topic_id: i64) -> AppResult<Option<Place>> {
+    let read = state.store.topic_community(topic_id);
+    let community = match state.federation.get() {
+        Some(fed) => fed.known.topic_community(topic_id, read).await?,
+        None => Place::from(&read.await?),
+    };
     if admitted(sender, &community) {
         return Ok(Some(community));
     }
@@ -186,7 +198,7 @@ fn addressed(state_base: &str, activity: &Value, object: &Value, inbox: Option<&
 
 /// `Create` of a `Page` into a local community, or of a `Note` replying
 /// to one of our topics or posts; the community taken into.
-async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &Value) -> AppResult<Option<Community>> {
+async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &Value) -> AppResult<Option<Place>> {
     let (object, id) = own_object(activity, sender)?;
     if state.store.remote_object(id.clone()).await?.is_some() {
         tracing::debug!(%id, "a repeated Create; nothing to do");
@@ -196,13 +208,13 @@ async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
     let made = match kind {
         "Page" | "Article" => {
             let community = match sender.via {
-                Some(via) => via.clone(),
+                Some(via) => Place::from(via),
                 None => {
                     let Some(name) = addressed(&state.web.public_url(), activity, object, sender.inbox) else {
                         tracing::info!(%id, "a Page for no local community; dropped");
                         return Ok(None);
                     };
-                    state.store.community(name).await?
+                    Place::from(&state.store.community(name).await?)
                 }
             };
             if !admitted(sender, &community) {
@@ -217,7 +229,7 @@ async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
                 url: content::link_of(object).map(|u| Link::parse(&u)).transpose()?,
                 remote_id: Some(id),
             };
-            let user = acting_user(state, sender.actor).await?;
+            let user = acting_user(state, sender).await?;
             topics::create_topic(state, user, sender.ip, submission).await.map(|_| community)
         }
         "Note" => {
@@ -242,7 +254,7 @@ async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
                 body: Body::parse(&body)?,
                 remote_id: Some(id),
             };
-            let user = acting_user(state, sender.actor).await?;
+            let user = acting_user(state, sender).await?;
             posts::create_post(state, user, sender.ip, reply).await.map(|_| community)
         }
         other => {
@@ -260,14 +272,14 @@ async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
 
 /// `Update` of a `Page` or `Note` that came from the sender: its body
 /// replaced, and a `Page`'s title (Lemmy's authors may edit theirs).
-async fn update<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &Value) -> AppResult<Option<Community>> {
+async fn update<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &Value) -> AppResult<Option<Place>> {
     let (object, id) = own_object(activity, sender)?;
     let Some(local) = state.store.remote_object(id.clone()).await? else {
         tracing::info!(%id, "an Update of an object never received; dropped");
         return Ok(None);
     };
     let Some(community) = community_for(state, sender, local.topic_id).await? else { return Ok(None) };
-    let user = acting_user(state, sender.actor).await?;
+    let user = acting_user(state, sender).await?;
     let body = content::markdown_of(object);
     match local.target {
         VoteTarget::Topic(t) => {
@@ -284,7 +296,7 @@ async fn update<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
 }
 
 /// `Delete` of a `Page` or `Note` (or its `Tombstone`) by its author.
-async fn delete<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &Value) -> AppResult<Option<Community>> {
+async fn delete<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &Value) -> AppResult<Option<Place>> {
     let id = id_of(activity.get("object")).ok_or_else(|| bad("the Delete has no object"))?;
     if id == sender.actor.id {
         tracing::info!(actor = %id, "an actor's Delete of itself; not handled, dropped");
@@ -298,7 +310,7 @@ async fn delete<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
         return Ok(None);
     };
     let Some(community) = community_for(state, sender, local.topic_id).await? else { return Ok(None) };
-    let user = acting_user(state, sender.actor).await?;
+    let user = acting_user(state, sender).await?;
     let deleted = match local.target {
         VoteTarget::Topic(t) => topics::delete_topic(state, user, t).await,
         VoteTarget::Post(p) => posts::delete_post(state, user, p).await.map(|_| ()),
@@ -321,14 +333,14 @@ async fn delete<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
 /// `summary` (Lemmy's reason) as the reason in the moderation log.
 async fn remove_for_group<S: Store>(
     state: &AppState<S>,
-    community: &Community,
+    community: &Place,
     target: VoteTarget,
     activity: &Value,
 ) -> AppResult<()> {
     let Some(group) = state.store.community_actor(community.name.clone()).await? else {
         return Err(not_author("only its author or its community's Group removes it"));
     };
-    let moderator = acting_user(state, &group).await?;
+    let moderator = actor_user(state, &group).await?;
     let action = match target {
         VoteTarget::Topic(t) => ModAction::RemoveTopic(t),
         VoteTarget::Post(p) => ModAction::RemovePost(p),
@@ -349,14 +361,14 @@ async fn vote<S: Store>(
     sender: &Sender<'_>,
     activity: &Value,
     value: i8,
-) -> AppResult<Option<Community>> {
+) -> AppResult<Option<Place>> {
     let id = id_of(activity.get("object")).ok_or_else(|| bad("the vote has no object"))?;
     let Some(local) = local_object(state, id).await? else {
         tracing::debug!(%id, "a vote on an object not ours; dropped");
         return Ok(None);
     };
     let Some(community) = community_for(state, sender, local.topic_id).await? else { return Ok(None) };
-    let user = acting_user(state, sender.actor).await?;
+    let user = acting_user(state, sender).await?;
     votes::cast_vote(state, user, sender.ip, local.target, value).await?;
     Ok(Some(community))
 }

@@ -343,7 +343,7 @@ pub async fn announced<S: Store>(
         Some(a) => a,
         None => actors::fetch(state, fed, &actor_id).await?,
     };
-    let sender = Sender { actor: &author, ip: ClientIp::FEDERATED, inbox: None, via: Some(&community) };
+    let sender = Sender { actor: &author, user: None, ip: ClientIp::FEDERATED, inbox: None, via: Some(&community) };
     match kind.as_str() {
         "Undo" => inbound::undo_vote(state, fed, &sender, &inner).await,
         other => inbound::act(state, fed, &sender, other, &inner).await,

@@ -5,7 +5,8 @@
 //! actors fetched and cached (`actors`), which servers may federate
 //! (`instances`), what a remote `Follow` or `Undo` does (`follow`), what a
 //! remote user's `Create`, `Update`, `Delete`, `Like` and `Dislike` do
-//! (`inbound`, with `content` for their text), what local writes send
+//! (`inbound`, with `content` for their text, and `known` for what they
+//! need of the store kept in memory), what local writes send
 //! out (`outbound`), and local users joining communities on other
 //! servers (`join`, phase 2). The routes that serve all this are
 //! `crate::activitypub`'s.
@@ -18,6 +19,7 @@ pub mod inbound;
 pub mod instances;
 pub mod join;
 pub mod keys;
+pub mod known;
 pub mod objects;
 pub mod outbound;
 pub mod queue;
@@ -68,6 +70,8 @@ pub struct Federation {
     /// --federation-allow-private: other servers may be on loopback and
     /// plain http (tests on one machine).
     pub allow_private: bool,
+    /// What inbound activities need of the store, kept in memory.
+    pub known: known::Known,
 }
 
 impl FederationSettings {
@@ -79,6 +83,7 @@ impl FederationSettings {
                 wake: queue::Wake::default(),
                 instances: instances::Instances::default(),
                 allow_private: cfg.federation_allow_private,
+                known: known::Known::default(),
             };
             let _ = self.0.set(Arc::new(fed));
         }

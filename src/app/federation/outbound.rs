@@ -12,6 +12,7 @@
 
 use serde_json::{Value, json};
 
+use super::known::Place;
 use super::objects::{PUBLIC, in_reply_to, note_json, object_id, page_json};
 use super::{Federation, follow::activity_id, ids, queue};
 use crate::app::{AppResult, AppState};
@@ -71,13 +72,13 @@ async fn announce<S: Store>(state: &AppState<S>, fed: &Federation, out: Out) -> 
     if community.is_remote() {
         return to_remote_group(state, fed, &base, &topic, &community, out).await;
     }
-    let followers = state.store.followers(community.id).await?;
+    let followers = fed.known.followers(community.id, state.store.followers(community.id)).await?;
     if followers.is_empty() {
         return Ok(());
     }
     let group = ids::community(&base, &community.name);
     let Some(activity) = activity(state, &base, &topic, &group, out).await? else { return Ok(()) };
-    queue_announce(state, fed, &base, &community, activity, &followers).await
+    queue_announce(state, fed, &base, &Place::from(&community), activity, &followers).await
 }
 
 /// A local user's topic, reply, edit or vote in a community on another
@@ -125,12 +126,12 @@ async fn to_remote_group<S: Store>(
 pub async fn forward<S: Store>(
     state: &AppState<S>,
     fed: &Federation,
-    community: &Community,
+    community: &Place,
     activity: &Value,
     origin: &RemoteActor,
 ) -> AppResult<()> {
-    let mut followers = state.store.followers(community.id).await?;
-    followers.retain(|f| !same_host(&f.id, &origin.id));
+    let followers = fed.known.followers(community.id, state.store.followers(community.id)).await?;
+    let followers: Vec<RemoteActor> = followers.iter().filter(|f| !same_host(&f.id, &origin.id)).cloned().collect();
     if followers.is_empty() {
         return Ok(());
     }
@@ -146,7 +147,7 @@ async fn queue_announce<S: Store>(
     state: &AppState<S>,
     fed: &Federation,
     base: &str,
-    community: &Community,
+    community: &Place,
     activity: Value,
     followers: &[RemoteActor],
 ) -> AppResult<()> {

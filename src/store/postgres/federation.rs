@@ -7,12 +7,15 @@ use tokio_postgres::Row;
 use super::conn::{all, col, exec, one, opt};
 use super::reads::{USER_COLS, user_row};
 use crate::model::federation::remote_user_name;
-use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
+use crate::model::federation::{
+    ActorKey, ActorKind, KnownActor, LocalObject, NewDelivery, QueuedDelivery, RemoteActor,
+};
 use crate::model::mail::Delivery;
 use crate::model::{NameKeys, Timestamp, User, VoteTarget};
 use crate::store::{StoreError, StoreResult};
 
-pub const ACTOR_COLS: &str = "actor_id, inbox, shared_inbox, key_id, public_key_pem, name, fetched_at, url";
+pub use crate::store::common::ACTOR_COLS;
+use crate::store::common::{actor_cols_of_a, known_actor_sql};
 
 pub fn actor_row(r: &Row) -> StoreResult<RemoteActor> {
     Ok(RemoteActor {
@@ -53,9 +56,13 @@ pub async fn put_actor_key(
     actor_key(c, kind, local_id).await?.ok_or(StoreError::NotFound("actor key"))
 }
 
-pub async fn remote_actor_by_key(c: &impl GenericClient, key_id: &str) -> StoreResult<Option<RemoteActor>> {
-    let row = opt(c, &format!("SELECT {ACTOR_COLS} FROM ap_actors WHERE key_id = $1"), &[&key_id]).await?;
-    row.map(|r| actor_row(&r)).transpose()
+pub async fn remote_actor_by_key(c: &impl GenericClient, key_id: &str) -> StoreResult<Option<KnownActor>> {
+    let Some(r) = opt(c, &known_actor_sql("a.key_id = $1"), &[&key_id]).await? else { return Ok(None) };
+    let user = match col::<Option<i64>>(&r, 8)? {
+        Some(id) => Some(User { id, name: col(&r, 9)?, is_admin: col(&r, 10)?, created_at: Timestamp(col(&r, 11)?) }),
+        None => None,
+    };
+    Ok(Some(KnownActor { actor: actor_row(&r)?, user }))
 }
 
 pub async fn put_remote_actor(c: &impl GenericClient, a: &RemoteActor) -> StoreResult<()> {
@@ -104,7 +111,7 @@ pub async fn remove_follower(c: &impl GenericClient, community_id: i64, actor_id
 }
 
 pub async fn followers(c: &impl GenericClient, community_id: i64) -> StoreResult<Vec<RemoteActor>> {
-    let cols = ACTOR_COLS.split(", ").map(|c| format!("a.{c}")).collect::<Vec<_>>().join(", ");
+    let cols = actor_cols_of_a();
     let rows = all(
         c,
         &format!(

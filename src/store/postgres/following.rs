@@ -10,10 +10,6 @@ use crate::model::federation::{RemoteActor, remote_user_name};
 use crate::model::{Community, Timestamp};
 use crate::store::{StoreError, StoreResult};
 
-fn actor_cols() -> String {
-    ACTOR_COLS.split(", ").map(|c| format!("a.{c}")).collect::<Vec<_>>().join(", ")
-}
-
 pub async fn remote_actor(c: &impl GenericClient, actor_id: &str) -> StoreResult<Option<RemoteActor>> {
     let row = opt(c, &format!("SELECT {ACTOR_COLS} FROM ap_actors WHERE actor_id = $1"), &[&actor_id]).await?;
     row.map(|r| actor_row(&r)).transpose()
@@ -73,7 +69,7 @@ async fn community_by_id(c: &impl GenericClient, id: i64) -> StoreResult<Communi
 pub async fn community_actor(c: &impl GenericClient, name: &str) -> StoreResult<Option<RemoteActor>> {
     let sql = format!(
         "SELECT {} FROM communities c JOIN ap_actors a ON a.id = c.actor WHERE lower(c.name) = lower($1)",
-        actor_cols()
+        crate::store::common::actor_cols_of_a()
     );
     opt(c, &sql, &[&name]).await?.map(|r| actor_row(&r)).transpose()
 }

@@ -28,7 +28,9 @@ use std::time::Duration;
 
 use deadpool_postgres::Pool;
 
-use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
+use crate::model::federation::{
+    ActorKey, ActorKind, KnownActor, LocalObject, NewDelivery, QueuedDelivery, RemoteActor,
+};
 use crate::model::instances::{InstanceEntry, InstanceRule};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::{
@@ -576,7 +578,7 @@ impl Store for PgStore {
         write!(self, |c| federation::put_actor_key(c, kind, local_id, &key))
     }
 
-    async fn remote_actor_by_key(&self, key_id: String) -> StoreResult<Option<RemoteActor>> {
+    async fn remote_actor_by_key(&self, key_id: String) -> StoreResult<Option<KnownActor>> {
         let client = get(&self.pool).await?;
         federation::remote_actor_by_key(&client, &key_id).await
     }

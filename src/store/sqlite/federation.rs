@@ -7,12 +7,15 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use super::conn::map_err;
 use super::reads::{USER_COLS, user_row};
 use crate::model::federation::remote_user_name;
-use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
+use crate::model::federation::{
+    ActorKey, ActorKind, KnownActor, LocalObject, NewDelivery, QueuedDelivery, RemoteActor,
+};
 use crate::model::mail::Delivery;
 use crate::model::{NameKeys, Timestamp, User, VoteTarget};
 use crate::store::{StoreError, StoreResult};
 
-pub const ACTOR_COLS: &str = "actor_id, inbox, shared_inbox, key_id, public_key_pem, name, fetched_at, url";
+pub use crate::store::common::ACTOR_COLS;
+use crate::store::common::{actor_cols_of_a, known_actor_sql};
 
 pub fn actor_row(r: &Row<'_>) -> rusqlite::Result<RemoteActor> {
     Ok(RemoteActor {
@@ -46,9 +49,20 @@ pub fn put_actor_key(conn: &Connection, kind: ActorKind, local_id: i64, key: &Ac
     actor_key(conn, kind, local_id)?.ok_or(StoreError::NotFound("actor key"))
 }
 
-pub fn remote_actor_by_key(conn: &Connection, key_id: &str) -> StoreResult<Option<RemoteActor>> {
-    conn.prepare_cached(&format!("SELECT {ACTOR_COLS} FROM ap_actors WHERE key_id = ?1"))
-        .and_then(|mut s| s.query_row([key_id], actor_row).optional())
+pub fn remote_actor_by_key(conn: &Connection, key_id: &str) -> StoreResult<Option<KnownActor>> {
+    conn.prepare_cached(&known_actor_sql("a.key_id = ?1"))
+        .and_then(|mut s| {
+            s.query_row([key_id], |r| {
+                let user = match r.get::<_, Option<i64>>(8)? {
+                    Some(id) => {
+                        Some(User { id, name: r.get(9)?, is_admin: r.get(10)?, created_at: Timestamp(r.get(11)?) })
+                    }
+                    None => None,
+                };
+                Ok(KnownActor { actor: actor_row(r)?, user })
+            })
+            .optional()
+        })
         .map_err(map_err)
 }
 
@@ -93,7 +107,7 @@ pub fn remove_follower(conn: &Connection, community_id: i64, actor_id: &str) -> 
 }
 
 pub fn followers(conn: &Connection, community_id: i64) -> StoreResult<Vec<RemoteActor>> {
-    let cols = ACTOR_COLS.split(", ").map(|c| format!("a.{c}")).collect::<Vec<_>>().join(", ");
+    let cols = actor_cols_of_a();
     conn.prepare_cached(&format!(
         "SELECT {cols} FROM ap_followers f JOIN ap_actors a ON a.id = f.actor \
          WHERE f.community_id = ?1 ORDER BY f.created_at, a.id"

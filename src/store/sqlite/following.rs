@@ -73,7 +73,7 @@ fn community_by_id(conn: &Connection, id: i64) -> StoreResult<Community> {
 }
 
 pub fn community_actor(conn: &Connection, name: &str) -> StoreResult<Option<RemoteActor>> {
-    let cols = ACTOR_COLS.split(", ").map(|c| format!("a.{c}")).collect::<Vec<_>>().join(", ");
+    let cols = crate::store::common::actor_cols_of_a();
     conn.prepare_cached(&format!(
         "SELECT {cols} FROM communities c JOIN ap_actors a ON a.id = c.actor WHERE c.name = ?1"
     ))

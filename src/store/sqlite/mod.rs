@@ -33,7 +33,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::model::federation::{ActorKey, ActorKind, LocalObject, NewDelivery, QueuedDelivery, RemoteActor};
+use crate::model::federation::{
+    ActorKey, ActorKind, KnownActor, LocalObject, NewDelivery, QueuedDelivery, RemoteActor,
+};
 use crate::model::instances::{InstanceEntry, InstanceRule};
 use crate::model::mail::{Delivery, Email, EmailSettings, MailLink, OutMail, ResetFor};
 use crate::model::{
@@ -341,11 +343,12 @@ impl Store for SqliteStore {
 
     async fn vote(&self, voter: &User, target: VoteTarget, value: i8) -> StoreResult<VoteOutcome> {
         let (voter, now) = (voter.clone(), Timestamp::now());
-        // Numbered on the writer thread, in commit order.
+        // Numbered on the writer thread, in commit order. `vote` refuses
+        // before its first change: no savepoint needed.
         let vote = move |c: &_| {
             writes::vote(c, &voter, target, value, now).map(|o| VoteOutcome { seq: Some(writer::next_seq()), ..o })
         };
-        self.writer.write(vote).await
+        self.writer.write_checked_first(vote).await
     }
 
     async fn set_saved(&self, user: &User, target: VoteTarget, saved: bool) -> StoreResult<bool> {
@@ -672,7 +675,7 @@ impl Store for SqliteStore {
         self.writer.write(move |c| federation::put_actor_key(c, kind, local_id, &key)).await
     }
 
-    async fn remote_actor_by_key(&self, key_id: String) -> StoreResult<Option<RemoteActor>> {
+    async fn remote_actor_by_key(&self, key_id: String) -> StoreResult<Option<KnownActor>> {
         self.readers.read(move |c| federation::remote_actor_by_key(c, &key_id)).await
     }
 

@@ -279,6 +279,9 @@ pub fn delete_post(conn: &Connection, actor: &User, id: i64, now: Timestamp) -> 
     Ok(post(conn, id)?.topic_id)
 }
 
+/// Every refusal comes before the first change (the item and the rules
+/// are read first, and the rows it changes are there): the writer runs it
+/// without a savepoint (`Writer::write_checked_first`), so keep it that way.
 pub fn vote(
     conn: &Connection,
     voter: &User,

@@ -15,7 +15,8 @@
 //!
 //! Only what the store answered is kept; nothing is assumed absent. A
 //! read that overlapped a change is answered but not kept. Each map is
-//! bounded: when full it is emptied and fills again from the store.
+//! bounded (~10 MB in all at most): when full it is emptied and fills
+//! again from the store.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,9 +26,16 @@ use std::time::{Duration, Instant};
 use crate::model::Community;
 use crate::model::federation::{KnownActor, RemoteActor, is_remote_name};
 
-/// The most entries each map holds: a few MB at most with long names and
-/// large follower lists.
+/// The most communities and topics kept: under 1 MB with long names.
 const MAX_ENTRIES: usize = 16_384;
+
+/// The most signers kept (each with its key's PEM, ~1 KB): ~4 MB at most.
+const MAX_SIGNERS: usize = 4_096;
+
+/// The most followers kept, over every list (each ~1 KB): ~4 MB at most.
+/// A community with more is read from the store at each activity, as
+/// before there was this memory.
+const MAX_FOLLOWERS: usize = 4_096;
 
 /// How long a signer and its user are kept at most.
 const SIGNER_TTL: Duration = Duration::from_secs(60);
@@ -60,11 +68,46 @@ pub struct Known {
     /// without regard to ASCII case).
     communities: Mutex<HashMap<String, Place>>,
     topics: Mutex<HashMap<i64, Place>>,
-    followers: Mutex<HashMap<i64, Arc<Vec<RemoteActor>>>>,
+    followers: Mutex<Followers>,
     signers: Mutex<HashMap<String, (KnownActor, Instant)>>,
     /// Counts the changes heard: what was read before one must not be
     /// kept after it.
     changes: AtomicU64,
+}
+
+/// Follower lists by community, and how many followers they hold in all.
+#[derive(Default)]
+struct Followers {
+    lists: HashMap<i64, Arc<Vec<RemoteActor>>>,
+    held: usize,
+}
+
+impl Followers {
+    fn remove(&mut self, community_id: i64) {
+        if let Some(list) = self.lists.remove(&community_id) {
+            self.held -= list.len();
+        }
+    }
+
+    fn clear(&mut self) {
+        self.lists.clear();
+        self.held = 0;
+    }
+
+    /// Keeps `list` within `MAX_FOLLOWERS` in all: the others are
+    /// forgotten when it would not fit beside them; one too long alone is
+    /// not kept.
+    fn put(&mut self, community_id: i64, list: Arc<Vec<RemoteActor>>) {
+        self.remove(community_id);
+        if list.len() > MAX_FOLLOWERS {
+            return;
+        }
+        if self.held + list.len() > MAX_FOLLOWERS || self.lists.len() >= MAX_ENTRIES {
+            self.clear();
+        }
+        self.held += list.len();
+        self.lists.insert(community_id, list);
+    }
 }
 
 fn put<K: std::hash::Hash + Eq, V>(map: &Mutex<HashMap<K, V>>, key: K, value: V) {
@@ -116,18 +159,15 @@ impl Known {
     where
         F: Future<Output = Result<Vec<RemoteActor>, E>>,
     {
-        if let Some(list) = get(&self.followers, &community_id) {
-            return Ok(list);
+        if let Some(list) = self.followers.lock().unwrap_or_else(|e| e.into_inner()).lists.get(&community_id) {
+            return Ok(list.clone());
         }
         let seen = self.changes.load(Ordering::Acquire);
         let list = Arc::new(read.await?);
         let mut map = self.followers.lock().unwrap_or_else(|e| e.into_inner());
         // Checked under the lock every change takes to forget.
         if self.changes.load(Ordering::Acquire) == seen {
-            if map.len() >= MAX_ENTRIES {
-                map.clear();
-            }
-            map.insert(community_id, list.clone());
+            map.put(community_id, list.clone());
         }
         Ok(list)
     }
@@ -149,9 +189,9 @@ impl Known {
         if let Some(known) = found.as_ref().filter(|k| k.user.is_some()) {
             let mut map = self.signers.lock().unwrap_or_else(|e| e.into_inner());
             if self.changes.load(Ordering::Acquire) == seen {
-                if map.len() >= MAX_ENTRIES {
+                if map.len() >= MAX_SIGNERS {
                     map.retain(|_, (_, at)| at.elapsed() < SIGNER_TTL);
-                    if map.len() >= MAX_ENTRIES {
+                    if map.len() >= MAX_SIGNERS {
                         map.clear();
                     }
                 }
@@ -171,7 +211,7 @@ impl Known {
     pub fn followers_changed(&self, community_id: i64) {
         let mut map = self.followers.lock().unwrap_or_else(|e| e.into_inner());
         self.changed();
-        map.remove(&community_id);
+        map.remove(community_id);
     }
 
     /// The actor `actor_id` was fetched again: its key may have changed,
@@ -362,5 +402,28 @@ mod tests {
             known.topic_community(t, async { Ok::<_, &str>(community(1, "rust")) }).await.expect("read");
         }
         assert!(known.topics.lock().expect("lock").len() <= MAX_ENTRIES);
+    }
+
+    #[tokio::test]
+    async fn follower_lists_are_kept_within_their_budget_and_one_too_long_is_not_kept() {
+        let known = Known::default();
+        let list = |n: usize| (0..n).map(|i| actor(&format!("https://a.example/u/{i}"))).collect::<Vec<_>>();
+        let half = MAX_FOLLOWERS / 2;
+        known.followers(1, async { Ok::<_, &str>(list(half)) }).await.expect("read");
+        known.followers(2, async { Ok::<_, &str>(list(half)) }).await.expect("read");
+        assert_eq!(known.followers(1, never()).await.map(|l| l.len()), Ok(half));
+        assert_eq!(known.followers.lock().expect("lock").held, 2 * half);
+        // A third list does not fit beside them: they are forgotten.
+        known.followers(3, async { Ok::<_, &str>(list(10)) }).await.expect("read");
+        assert_eq!(known.followers(1, never()).await, Err("read again"));
+        assert_eq!(known.followers(3, never()).await.map(|l| l.len()), Ok(10));
+        assert_eq!(known.followers.lock().expect("lock").held, 10);
+        // Forgetting one gives its room back.
+        known.followers_changed(3);
+        assert_eq!(known.followers.lock().expect("lock").held, 0);
+        // One longer than the budget is answered, never kept.
+        let long = known.followers(4, async { Ok::<_, &str>(list(MAX_FOLLOWERS + 1)) }).await.expect("read");
+        assert_eq!(long.len(), MAX_FOLLOWERS + 1);
+        assert_eq!(known.followers(4, never()).await, Err("read again"));
     }
 }

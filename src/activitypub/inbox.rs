@@ -11,6 +11,8 @@
 //! ban, a locked topic, someone else's post) is the same error as the API
 //! answers (403 with its JSON body).
 
+use std::sync::Arc;
+
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
@@ -110,7 +112,7 @@ fn inbox_runtime() -> Option<&'static tokio::runtime::Handle> {
 }
 
 async fn receive<S: Store>(state: AppState<S>, target: Target, req: Request) -> AppResult<Response> {
-    federation(&state)?;
+    let fed = federation(&state)?;
     // Read here, by the connection's own task: the body's bytes come from
     // it, and read on the inbox's thread each chunk would wake this one
     // and then that one again.
@@ -123,16 +125,20 @@ async fn receive<S: Store>(state: AppState<S>, target: Target, req: Request) -> 
     };
     let req = Request { method: req.method, uri: req.uri, headers: req.headers, body };
     match inbox_runtime() {
-        Some(runtime) => tokio_util::task::AbortOnDropHandle::new(runtime.spawn(receive_here(state, target, req)))
+        Some(runtime) => tokio_util::task::AbortOnDropHandle::new(runtime.spawn(receive_here(state, fed, target, req)))
             .await
             .map_err(|e| AppError::Internal(format!("inbox task failed: {e}")))?,
-        None => receive_here(state, target, req).await,
+        None => receive_here(state, fed, target, req).await,
     }
 }
 
-async fn receive_here<S: Store>(state: AppState<S>, target: Target, req: Request<Bytes>) -> AppResult<Response> {
+async fn receive_here<S: Store>(
+    state: AppState<S>,
+    fed: Arc<Federation>,
+    target: Target,
+    req: Request<Bytes>,
+) -> AppResult<Response> {
     let Request { method, uri, headers, body } = req;
-    let fed = federation(&state)?;
     let community = match &target {
         Target::Community(name) => {
             let read = super::objects::local_community(&state, name.clone());

@@ -156,7 +156,7 @@ pub fn retry_at(now: i64, created_at: i64, attempts: i64) -> Option<i64> {
 
 /// Each inbox once: a follower with a shared inbox is reached through
 /// it, once per server however many of its actors follow.
-pub fn inboxes(actors: &[RemoteActor]) -> Vec<String> {
+pub fn inboxes<'a>(actors: impl IntoIterator<Item = &'a RemoteActor>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for a in actors {
         let inbox = a.shared_inbox.clone().unwrap_or_else(|| a.inbox.clone());

@@ -69,11 +69,11 @@ pub async fn act<S: Store>(
     activity: &Value,
 ) -> AppResult<()> {
     let taken = match kind {
-        "Create" => create(state, sender, activity).await?,
-        "Update" => update(state, sender, activity).await?,
-        "Delete" => delete(state, sender, activity).await?,
-        "Like" => vote(state, sender, activity, 1).await?,
-        "Dislike" => vote(state, sender, activity, -1).await?,
+        "Create" => create(state, fed, sender, activity).await?,
+        "Update" => update(state, fed, sender, activity).await?,
+        "Delete" => delete(state, fed, sender, activity).await?,
+        "Like" => vote(state, fed, sender, activity, 1).await?,
+        "Dislike" => vote(state, fed, sender, activity, -1).await?,
         other => {
             tracing::info!(kind = other, actor = %sender.actor.id, "activity not handled; dropped");
             None
@@ -98,7 +98,7 @@ pub async fn undo_vote<S: Store>(
     if id_of(vote_activity.get("actor")) != Some(sender.actor.id.as_str()) {
         return Err(bad("an Undo may undo only its actor's own vote"));
     }
-    if let Some(place) = vote(state, sender, vote_activity, 0).await?.filter(|c| !c.is_remote()) {
+    if let Some(place) = vote(state, fed, sender, vote_activity, 0).await?.filter(|c| !c.is_remote()) {
         outbound::forward(state, fed, &place, undo, sender.actor).await?;
     }
     Ok(())
@@ -145,12 +145,13 @@ fn admitted(sender: &Sender<'_>, community: &Place) -> bool {
 
 /// The community of `topic_id`, when the sender may act there; `None`
 /// (dropped, logged) when not.
-async fn community_for<S: Store>(state: &AppState<S>, sender: &Sender<'_>, topic_id: i64) -> AppResult<Option<Place>> {
-    let read = state.store.topic_community(topic_id);
-    let community = match state.federation.get() {
-        Some(fed) => fed.known.topic_community(topic_id, read).await?,
-        None => Place::from(&read.await?),
-    };
+async fn community_for<S: Store>(
+    state: &AppState<S>,
+    fed: &Federation,
+    sender: &Sender<'_>,
+    topic_id: i64,
+) -> AppResult<Option<Place>> {
+    let community = fed.known.topic_community(topic_id, state.store.topic_community(topic_id)).await?;
     if admitted(sender, &community) {
         return Ok(Some(community));
     }
@@ -198,7 +199,12 @@ fn addressed(state_base: &str, activity: &Value, object: &Value, inbox: Option<&
 
 /// `Create` of a `Page` into a local community, or of a `Note` replying
 /// to one of our topics or posts; the community taken into.
-async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &Value) -> AppResult<Option<Place>> {
+async fn create<S: Store>(
+    state: &AppState<S>,
+    fed: &Federation,
+    sender: &Sender<'_>,
+    activity: &Value,
+) -> AppResult<Option<Place>> {
     let (object, id) = own_object(activity, sender)?;
     if state.store.remote_object(id.clone()).await?.is_some() {
         tracing::debug!(%id, "a repeated Create; nothing to do");
@@ -243,7 +249,7 @@ async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
                 tracing::info!(%id, "a Note replying to something not ours; dropped");
                 return Ok(None);
             };
-            let Some(community) = community_for(state, sender, parent.topic_id).await? else { return Ok(None) };
+            let Some(community) = community_for(state, fed, sender, parent.topic_id).await? else { return Ok(None) };
             let body = content::markdown_of(object).ok_or_else(|| bad("the Note has no content"))?;
             let reply = Reply {
                 topic_id: parent.topic_id,
@@ -272,13 +278,18 @@ async fn create<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
 
 /// `Update` of a `Page` or `Note` that came from the sender: its body
 /// replaced, and a `Page`'s title (Lemmy's authors may edit theirs).
-async fn update<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &Value) -> AppResult<Option<Place>> {
+async fn update<S: Store>(
+    state: &AppState<S>,
+    fed: &Federation,
+    sender: &Sender<'_>,
+    activity: &Value,
+) -> AppResult<Option<Place>> {
     let (object, id) = own_object(activity, sender)?;
     let Some(local) = state.store.remote_object(id.clone()).await? else {
         tracing::info!(%id, "an Update of an object never received; dropped");
         return Ok(None);
     };
-    let Some(community) = community_for(state, sender, local.topic_id).await? else { return Ok(None) };
+    let Some(community) = community_for(state, fed, sender, local.topic_id).await? else { return Ok(None) };
     let user = acting_user(state, sender).await?;
     let body = content::markdown_of(object);
     match local.target {
@@ -296,7 +307,12 @@ async fn update<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
 }
 
 /// `Delete` of a `Page` or `Note` (or its `Tombstone`) by its author.
-async fn delete<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &Value) -> AppResult<Option<Place>> {
+async fn delete<S: Store>(
+    state: &AppState<S>,
+    fed: &Federation,
+    sender: &Sender<'_>,
+    activity: &Value,
+) -> AppResult<Option<Place>> {
     let id = id_of(activity.get("object")).ok_or_else(|| bad("the Delete has no object"))?;
     if id == sender.actor.id {
         tracing::info!(actor = %id, "an actor's Delete of itself; not handled, dropped");
@@ -309,7 +325,7 @@ async fn delete<S: Store>(state: &AppState<S>, sender: &Sender<'_>, activity: &V
         tracing::info!(%id, "a Delete of an object never received; dropped");
         return Ok(None);
     };
-    let Some(community) = community_for(state, sender, local.topic_id).await? else { return Ok(None) };
+    let Some(community) = community_for(state, fed, sender, local.topic_id).await? else { return Ok(None) };
     let user = acting_user(state, sender).await?;
     let deleted = match local.target {
         VoteTarget::Topic(t) => topics::delete_topic(state, user, t).await,
@@ -358,6 +374,7 @@ async fn remove_for_group<S: Store>(
 /// topics or posts, or one that came over federation.
 async fn vote<S: Store>(
     state: &AppState<S>,
+    fed: &Federation,
     sender: &Sender<'_>,
     activity: &Value,
     value: i8,
@@ -367,7 +384,7 @@ async fn vote<S: Store>(
         tracing::debug!(%id, "a vote on an object not ours; dropped");
         return Ok(None);
     };
-    let Some(community) = community_for(state, sender, local.topic_id).await? else { return Ok(None) };
+    let Some(community) = community_for(state, fed, sender, local.topic_id).await? else { return Ok(None) };
     let user = acting_user(state, sender).await?;
     votes::cast_vote(state, user, sender.ip, local.target, value).await?;
     Ok(Some(community))

@@ -118,7 +118,12 @@ fn put<K: std::hash::Hash + Eq, V>(map: &Mutex<HashMap<K, V>>, key: K, value: V)
     map.insert(key, value);
 }
 
-fn get<K: std::hash::Hash + Eq, V: Clone>(map: &Mutex<HashMap<K, V>>, key: &K) -> Option<V> {
+fn get<K, Q, V>(map: &Mutex<HashMap<K, V>>, key: &Q) -> Option<V>
+where
+    K: std::borrow::Borrow<Q> + std::hash::Hash + Eq,
+    Q: std::hash::Hash + Eq + ?Sized,
+    V: Clone,
+{
     map.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
 }
 
@@ -130,7 +135,7 @@ impl Known {
         F: Future<Output = Result<Community, E>>,
     {
         let key = name.to_ascii_lowercase();
-        if let Some(place) = get(&self.communities, &key) {
+        if let Some(place) = get(&self.communities, key.as_str()) {
             return Ok(place);
         }
         let place = Place::from(&read.await?);
@@ -179,7 +184,7 @@ impl Known {
     where
         F: Future<Output = Result<Option<KnownActor>, E>>,
     {
-        if let Some((known, at)) = get(&self.signers, &key_id.to_owned())
+        if let Some((known, at)) = get(&self.signers, key_id)
             && at.elapsed() < SIGNER_TTL
         {
             return Ok(Some(known));

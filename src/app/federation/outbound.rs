@@ -78,7 +78,7 @@ async fn announce<S: Store>(state: &AppState<S>, fed: &Federation, out: Out) -> 
     }
     let group = ids::community(&base, &community.name);
     let Some(activity) = activity(state, &base, &topic, &group, out).await? else { return Ok(()) };
-    queue_announce(state, fed, &base, &Place::from(&community), activity, &followers).await
+    queue_announce(state, fed, &base, &Place::from(&community), activity, followers.iter()).await
 }
 
 /// A local user's topic, reply, edit or vote in a community on another
@@ -131,7 +131,7 @@ pub async fn forward<S: Store>(
     origin: &RemoteActor,
 ) -> AppResult<()> {
     let followers = fed.known.followers(community.id, state.store.followers(community.id)).await?;
-    let followers: Vec<RemoteActor> = followers.iter().filter(|f| !same_host(&f.id, &origin.id)).cloned().collect();
+    let followers: Vec<&RemoteActor> = followers.iter().filter(|f| !same_host(&f.id, &origin.id)).collect();
     if followers.is_empty() {
         return Ok(());
     }
@@ -139,17 +139,17 @@ pub async fn forward<S: Store>(
     if let Some(o) = inner.as_object_mut() {
         o.remove("@context");
     }
-    queue_announce(state, fed, &state.web.public_url(), community, inner, &followers).await
+    queue_announce(state, fed, &state.web.public_url(), community, inner, followers).await
 }
 
 /// The Group's `Announce` of `activity`, queued once per inbox.
-async fn queue_announce<S: Store>(
+async fn queue_announce<'a, S: Store>(
     state: &AppState<S>,
     fed: &Federation,
     base: &str,
     community: &Place,
     activity: Value,
-    followers: &[RemoteActor],
+    followers: impl IntoIterator<Item = &'a RemoteActor>,
 ) -> AppResult<()> {
     let group = ids::community(base, &community.name);
     let announce = json!({

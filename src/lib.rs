@@ -5,27 +5,29 @@
 //! never the ones above, and not its siblings in the same layer;
 //! `tests/it/layers.rs` holds the code to this order.
 //!
-//! 0. `media`: pictures checked, decoded and re-encoded, their
+//! 0. `priority`: the lower CPU priority of threads whose work can wait.
+//! 1. `media`: pictures checked, decoded and re-encoded, their
 //!    content-addressed names and files, the pool they are decoded on.
-//! 1. Foundations: `settings` (value parsers every module's settings
+//! 2. Foundations: `settings` (value parsers every module's settings
 //!    share), `markdown` (user Markdown to sanitized HTML), `logging` (log
-//!    settings, request ids), `memory` (glibc malloc tuning).
-//! 2. `model`: domain types, validated input, sorts, `Change` (what a
+//!    settings, request ids), `memory` (glibc malloc tuning), `machine`
+//!    (the memory, cores and open files the process is given).
+//! 3. `model`: domain types, validated input, sorts, `Change` (what a
 //!    committed write did) and `policy` (who may do what, as pure rules).
-//! 3. `store`: the `Store` trait and its SQLite and PostgreSQL backends;
+//! 4. `store`: the `Store` trait and its SQLite and PostgreSQL backends;
 //!    they fetch facts and run SQL in one transaction, never decide.
-//! 4. `cache` (rendered topic responses with compressed variants and
+//! 5. `cache` (rendered topic responses with compressed variants and
 //!    ETags) and `live` (the hub, frames and connections of live updates).
-//! 5. `cluster` (carries `Change`s between nodes, hands received ones to a
+//! 6. `cluster` (carries `Change`s between nodes, hands received ones to a
 //!    callback) and `metrics` (records and samples Prometheus metrics).
-//! 6. `app`: `App`/`AppState`, the forum's operations, and `apply`, the
+//! 7. `app`: `App`/`AppState`, the forum's operations, and `apply`, the
 //!    one place a `Change` takes effect (cache, live, bus).
-//! 7. `net`: the accept loop, parked connections and the fast path, TLS,
+//! 8. `net`: the accept loop, parked connections and the fast path, TLS,
 //!    connection caps.
-//! 8. `api` (the JSON API), `web` (the HTML forum) and `activitypub`
+//! 9. `api` (the JSON API), `web` (the HTML forum) and `activitypub`
 //!    (federation's routes): siblings, each calls `app`, none calls another.
-//! 9. `server`: the whole router, and `run(listener, shutdown)`.
-//! 10. The commands, in order: `config` (each command's arguments, which
+//! 10. `server`: the whole router, and `run(listener, shutdown)`.
+//! 11. The commands, in order: `config` (each command's arguments, which
 //!     gather each module's settings), `backup` (and restore), then
 //!     `serve`, `seed`, `users`, `instances` (`pith federation`) and
 //!     `migrate`, then `bench`, and last
@@ -52,6 +54,7 @@ pub mod metrics;
 pub mod migrate;
 pub mod model;
 pub mod net;
+pub mod priority;
 pub mod seed;
 pub mod serve;
 pub mod server;

@@ -87,8 +87,11 @@ fn bad(message: impl Into<String>) -> AppError {
 /// of their own with one thread, so however many arrive they take at most
 /// one core's worth of the async work: the rest stays with local readers,
 /// whose cached answers would otherwise queue behind dozens of signature
-/// checks (docs/PERFORMANCE.md, "Inbound federation"). What an activity
-/// sets off (its commit, its `Change`) runs there too. The task is
+/// checks (docs/PERFORMANCE.md, "Inbound federation"). That thread is
+/// niced (`crate::priority`): a remote server can wait a little and
+/// retries, a local reader is waiting now, so on a busy machine reads get
+/// the CPU first. What an activity sets off (its commit, its `Change`)
+/// runs there too. The task is
 /// aborted when the request is dropped (the client gone, its deadline
 /// passed), as the handler's own work was, so dropped requests cannot pile
 /// up work and bodies on that one thread; a commit runs in a task of its own
@@ -100,6 +103,7 @@ fn inbox_runtime() -> Option<&'static tokio::runtime::Handle> {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
                 .thread_name("pith-inbox")
+                .on_thread_start(crate::priority::lower_this_thread)
                 .enable_all()
                 .build()
                 .map_err(|e| {
@@ -244,5 +248,19 @@ async fn undo<S: Store>(
             tracing::info!(actor = %signer.id, "undo of an activity not handled yet; dropped");
             Ok(())
         }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use crate::priority::{NICE, nice_of_this_thread};
+
+    #[tokio::test]
+    async fn activities_are_taken_on_a_niced_thread_of_their_own() {
+        let here = (std::thread::current().id(), nice_of_this_thread());
+        let runtime = super::inbox_runtime().expect("the inbox's runtime");
+        let there = runtime.spawn(async { (std::thread::current().id(), nice_of_this_thread()) }).await.expect("ran");
+        assert_ne!(there.0, here.0);
+        assert_eq!(there.1, (here.1 + NICE).min(19));
     }
 }

@@ -96,7 +96,7 @@ fn start(charge: Charge) -> Option<Queues> {
     let (first, first_rx) = crossbeam_channel::bounded::<Job>(QUEUE);
     let (then, then_rx) = crossbeam_channel::bounded::<Job>(QUEUE);
     let spawned = std::thread::Builder::new().name("pith-encoder".to_owned()).spawn(move || {
-        crate::media::pool::lower_priority();
+        crate::priority::lower_this_thread();
         while let Some(job) = next(&first_rx, &then_rx) {
             match job {
                 Job::Make { key, rendered, encoding } => make(key, &rendered, encoding, &charge),

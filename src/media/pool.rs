@@ -9,22 +9,14 @@
 //! given up before a thread took it is not decoded at all.
 //!
 //! Why threads of its own rather than tokio's blocking pool: a decode is
-//! CPU work that can wait, while the requests beside it cannot. Linux
-//! keeps a nice value per thread, so these threads are niced once when
-//! they start (`NICE`) and the scheduler gives readers the CPU first on a
-//! busy machine. A thread cannot take its priority back without
-//! privileges, so nicing tokio's shared blocking threads would have left
-//! them niced for whatever ran on them next.
+//! CPU work that can wait, while the requests beside it cannot, so these
+//! threads are niced when they start (`crate::priority`), which tokio's
+//! shared blocking threads cannot be.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, oneshot};
-
-/// How much lower than the server's the decoders' priority is: a niced
-/// thread gets about a tenth of a core that a normal thread also wants
-/// (the kernel's weights: 1024 at 0, 110 at 10), and all of an idle one.
-pub const NICE: i32 = 10;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum PoolError {
@@ -109,7 +101,7 @@ fn start(n: usize) -> crossbeam_channel::Sender<Job> {
     for i in 0..n {
         let rx = rx.clone();
         let spawned = std::thread::Builder::new().name(format!("pith-pictures-{i}")).spawn(move || {
-            lower_priority();
+            crate::priority::lower_this_thread();
             while let Ok(job) = rx.recv() {
                 job();
             }
@@ -121,31 +113,10 @@ fn start(n: usize) -> crossbeam_channel::Sender<Job> {
     tx
 }
 
-/// This thread's nice value raised by `NICE` (Linux keeps one per
-/// thread). Failing is harmless: the thread then runs at the server's.
-/// Also for the cache's encoder thread (`cache::maker`): CPU work that
-/// can wait, beside requests that cannot.
-pub fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: gettid and setpriority only read and set this thread's
-    // scheduling attributes.
-    unsafe {
-        let tid = libc::gettid() as libc::id_t;
-        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
-        libc::setpriority(libc::PRIO_PROCESS, tid, (now + NICE).min(19));
-    }
-}
-
-/// This thread's nice value, for the tests.
-#[cfg(all(test, target_os = "linux"))]
-fn nice_of_this_thread() -> i32 {
-    // SAFETY: reads this thread's nice value.
-    unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::priority::{NICE, nice_of_this_thread};
 
     #[tokio::test]
     async fn work_runs_off_the_runtime_at_a_lower_priority_and_a_panic_is_an_error() {

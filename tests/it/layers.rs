@@ -13,6 +13,7 @@ use std::path::Path;
 /// The commands come last: their arguments (`config`), then the commands,
 /// then the command line that gathers them all (`config_file`).
 const LAYERS: &[(&[&str], bool)] = &[
+    (&["priority"], false),
     (&["media"], false),
     (&["settings", "markdown", "logging", "memory", "machine"], false),
     (&["model"], false),

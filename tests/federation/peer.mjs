@@ -9,7 +9,8 @@
 // to it with a Note and Likes the local topic, each checked through Pith's
 // API (the Page a topic by alice@HOST, the Note its reply, the topic's
 // score 1); a local member's vote on alice's topic comes back as the
-// Group's Announce of that member's Like; then both undo their follows.
+// Group's Announce of that member's Like; then both undo their follows,
+// and bob, his account deleted at home, sends the Delete of himself.
 // Phase 2, the other way round: Fedify hosts a Group, "tech", which a Pith
 // user finds (!tech@HOST) and follows; the Group accepts and announces
 // alice's Page, which Pith shows as a topic of tech@HOST; the Pith user's
@@ -19,7 +20,7 @@
 //   PITH_ADMIN_TOKEN=... node peer.mjs PITH_URL COMMUNITY
 import http from "node:http";
 import {
-  Accept, Announce, Create, createFederation, Endpoints, Follow, generateCryptoKeyPair, getNodeInfo, Group, Like,
+  Accept, Announce, Create, createFederation, Delete, Endpoints, Follow, generateCryptoKeyPair, getNodeInfo, Group, Like,
   MemoryKvStore, Note, Page, Person, PUBLIC_COLLECTION, Undo,
 } from "@fedify/fedify";
 
@@ -290,6 +291,28 @@ try {
   const after = await (await fetch(group.followersId, { headers: { accept: "application/activity+json" } })).json();
   if (after.totalItems !== 0) fail(`followers after Undo: ${JSON.stringify(after)}`);
   step("Undo(Follow) of both delivered; Pith counts 0 followers");
+
+  // bob's account is deleted at home: his server sends the Delete of the
+  // actor itself, and Pith deletes bob's user there, keeping his reply
+  // under no name.
+  const bobName = `bob@${new URL(base2).host}`;
+  await ctx2.sendActivity({ identifier: "bob" }, group, new Create({
+    id: new URL(`${base2}/notes/1/create`), actor: bob, to: PUBLIC_COLLECTION, cc: group.id,
+    object: new Note({
+      id: new URL(`${base2}/notes/1`), attribution: bob, to: PUBLIC_COLLECTION, cc: group.id,
+      replyTarget: pageId, content: "<p>bob was here</p>",
+    }),
+  }));
+  const bobsReply = async () => ((await api(`/topics/${remoteTopic.id}`)).posts ?? []).find((p) => p.body === "bob was here");
+  if ((await bobsReply())?.author !== bobName) fail(`bob's Note is not a reply by ${bobName}`);
+  await ctx2.sendActivity({ identifier: "bob" }, group, new Delete({
+    id: new URL(`${base2}/users/bob#delete`), actor: bob, to: PUBLIC_COLLECTION, object: bob,
+  }));
+  const kept = await bobsReply();
+  if (!kept || kept.author !== null) fail(`bob's reply after his Delete: ${JSON.stringify(kept)}`);
+  const bobProfile = await fetch(`${pith}/api/v1/users/${encodeURIComponent(bobName)}`);
+  if (bobProfile.status !== 404) fail(`bob's profile after his Delete answered ${bobProfile.status}`);
+  step(`Delete of bob by himself taken: ${bobName} is gone, his reply kept under no name`);
 
   // Phase 2: a Pith user joins the Group Fedify hosts.
   const asAdmin = (method, path, body) => fetch(`${pith}/api/v1${path}`, {

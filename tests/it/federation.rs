@@ -874,6 +874,86 @@ async fn followers_who_come_and_go_are_announced_to_from_their_follow_until_they
     assert_eq!(inner_kinds(&early), ["Like", "Dislike", "Like"]);
 }
 
+/// An actor's `Delete` of itself (its account deleted at home, as Mastodon
+/// and Lemmy send it): its user here is deleted as a local account is,
+/// its content kept under no name or, with `removeData`, erased; it acts
+/// no more. An actor that never acted here has nothing deleted, and can
+/// act later.
+async fn actors_deleting_themselves<S: Store>(app: TestApp<S>) {
+    app.community("rust").await;
+    let (keep, wipe, stranger) =
+        (Remote::start_as("keep").await, Remote::start_as("wipe").await, Remote::start_as("stranger").await);
+    let group = format!("{}/ap/c/rust", app.addr);
+    let inbox = "/ap/c/rust/inbox";
+    let page = |r: &Remote, n: u32, title: &str| {
+        let page = json!({"id": format!("{}/post/{n}", r.base), "type": "Page", "attributedTo": r.actor(),
+                          "audience": group, "name": title, "content": "<p>words</p>"});
+        activity(r, &group, "Create", n, page)
+    };
+    let name = |r: &Remote, preferred: &str| format!("{preferred}@{}", r.base.trim_start_matches("http://"));
+    let mut topics = Vec::new();
+    for (r, title) in [(&keep, "Kept"), (&wipe, "Wiped")] {
+        let created = deliver(r, &app, inbox, &page(r, 1, title)).await;
+        assert_eq!(created.status, 202, "{:?}", created.json());
+        let pith::model::VoteTarget::Topic(t) = local(&app, &format!("{}/post/1", r.base)).await else {
+            panic!("a topic")
+        };
+        topics.push(t);
+    }
+    let ferris = app.user("ferris").await;
+    let (status, body) = app
+        .post(&format!("/api/v1/topics/{}/posts", topics[0]), Some(&ferris), json!({"body": "A reply that stays"}))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    for (r, preferred) in [(&keep, "keep"), (&wipe, "wipe")] {
+        assert_eq!(app.get(&format!("/api/v1/users/{}", name(r, preferred))).await.0, 200);
+    }
+
+    let gone = |r: &Remote, n: u32, remove: Option<bool>| {
+        let mut delete = activity(r, &group, "Delete", n, json!(r.actor()));
+        if let Some(remove) = remove {
+            delete["removeData"] = json!(remove);
+        }
+        delete
+    };
+    assert_eq!(deliver(&keep, &app, "/ap/inbox", &gone(&keep, 2, None)).await.status, 202);
+    assert_eq!(deliver(&wipe, &app, "/ap/inbox", &gone(&wipe, 2, Some(true))).await.status, 202);
+
+    // Kept under no name; the local reply to it stays.
+    let kept = app.read_topic(topics[0], "old").await;
+    assert_eq!((&kept["topic"]["author"], &kept["topic"]["title"]), (&Value::Null, &json!("Kept")), "{kept}");
+    assert_eq!(kept["posts"][0]["body"], "A reply that stays");
+    // Erased, its place kept.
+    let wiped = app.read_topic(topics[1], "old").await;
+    assert_eq!(wiped["topic"]["deleted"], true, "{wiped}");
+    assert_ne!(wiped["topic"]["title"], "Wiped");
+    for (r, preferred) in [(&keep, "keep"), (&wipe, "wipe")] {
+        let (status, body) = app.get(&format!("/api/v1/users/{}", name(r, preferred))).await;
+        assert_eq!(status, 404, "{body}");
+        // And it acts no more.
+        let again = deliver(r, &app, inbox, &page(r, 3, "Back")).await;
+        assert_eq!((again.status, again.json()["error"]["code"].as_str()), (403, Some("banned")));
+    }
+
+    // A server's user that never acted here: nothing to delete, and
+    // nothing kept that would stop it acting later.
+    assert_eq!(deliver(&stranger, &app, "/ap/inbox", &gone(&stranger, 1, Some(true))).await.status, 202);
+    assert_eq!(app.get(&format!("/api/v1/users/{}", name(&stranger, "stranger"))).await.0, 404);
+    assert_eq!(deliver(&stranger, &app, inbox, &page(&stranger, 2, "Hello")).await.status, 202);
+    assert_eq!(app.get(&format!("/api/v1/users/{}", name(&stranger, "stranger"))).await.0, 200);
+}
+
+#[tokio::test]
+async fn an_actor_deleting_itself_deletes_its_user_here_on_sqlite() {
+    actors_deleting_themselves(spawn_federated_app().await).await;
+}
+
+#[tokio::test]
+async fn an_actor_deleting_itself_deletes_its_user_here_on_postgres() {
+    let db = TestDb::create().await;
+    actors_deleting_themselves(spawn_federated_pg_app(&db).await).await;
+}
+
 // ---------------------------------------------------------------------------
 // The administrators' rules for other servers, and each server's rate limit.
 

@@ -1,6 +1,7 @@
 //! What a remote user's activities do to a local community (FEP-1b12):
 //! `Create` or `Update` of a `Page` (a topic) or a `Note` (a reply),
-//! `Delete` of either, `Like` and `Dislike` (votes) and their `Undo`.
+//! `Delete` of either or of the actor itself (its account), `Like` and
+//! `Dislike` (votes) and their `Undo`.
 //! The remote actor acts as a user of its own (`name@host`, made the
 //! first time: `Store::remote_user`) through the same operations as the
 //! API and the pages (`topics`, `posts`, `votes`), so every rule holds:
@@ -20,7 +21,9 @@ use crate::app::posts::{self, Reply};
 use crate::app::topics::{self, Submission};
 use crate::app::{AppError, AppResult, AppState, votes};
 use crate::model::federation::{LocalObject, RemoteActor, same_host};
-use crate::model::{Body, Community, CommunityName, Link, MAX_REASON_CHARS, ModAction, Title, User, VoteTarget};
+use crate::model::{
+    Body, Community, CommunityName, ContentFate, Link, MAX_REASON_CHARS, ModAction, Title, User, VoteTarget,
+};
 use crate::store::{Store, StoreError};
 
 /// Who sent an activity, and to which inbox.
@@ -306,6 +309,32 @@ async fn update<S: Store>(
     Ok(Some(community))
 }
 
+/// An actor's `Delete` of itself: its account at home is gone, so its user
+/// here goes as a local account does (`deletion::purge`: the name stays
+/// reserved, its tokens and renderings go), with its topics and posts kept
+/// under no name, or erased when the activity says `removeData` (as Lemmy
+/// sends an account deleted with its content). Its server tells the
+/// others itself, so nothing is announced. Taken only signed by the actor
+/// itself: a Group's `Announce` of it is dropped (a Group does not speak
+/// for an account), as is the Delete of an actor that never acted here.
+async fn delete_actor<S: Store>(
+    state: &AppState<S>,
+    sender: &Sender<'_>,
+    activity: &Value,
+) -> AppResult<Option<Place>> {
+    // The inbox reads the signer's live user with its actor (`known`).
+    let (Some(user), None) = (sender.user, sender.via) else {
+        tracing::info!(actor = %sender.actor.id, "a Delete of an actor with no user here, or announced; dropped");
+        return Ok(None);
+    };
+    let fate = match activity.get("removeData").and_then(Value::as_bool) {
+        Some(true) => ContentFate::Remove,
+        _ => ContentFate::KeepAnonymous,
+    };
+    crate::app::deletion::purge(state, user.id, fate).await?;
+    Ok(None)
+}
+
 /// `Delete` of a `Page` or `Note` (or its `Tombstone`) by its author.
 async fn delete<S: Store>(
     state: &AppState<S>,
@@ -315,8 +344,7 @@ async fn delete<S: Store>(
 ) -> AppResult<Option<Place>> {
     let id = id_of(activity.get("object")).ok_or_else(|| bad("the Delete has no object"))?;
     if id == sender.actor.id {
-        tracing::info!(actor = %id, "an actor's Delete of itself; not handled, dropped");
-        return Ok(None);
+        return delete_actor(state, sender, activity).await;
     }
     if !same_host(id, &sender.actor.id) {
         return Err(not_author(format!("the object {id} is not on its actor's host")));

@@ -771,6 +771,13 @@ async fn remote_content<S: Store>(app: TestApp<S>) {
         (Some("Undo"), Some("Like"))
     );
 
+    // A remote user moderates nothing here: its Lock of its own topic is
+    // refused by the same rule as a local member's, and the topic stays
+    // unlocked.
+    let lock = deliver(&remote, &app, inbox, &activity(&remote, &group, "Lock", 1, json!(page_id))).await;
+    assert_eq!((lock.status, lock.json()["error"]["code"].as_str()), (403, Some("forbidden")), "{:?}", lock.json());
+    assert_eq!(app.read_topic(topic, "old").await["topic"]["locked"], false);
+
     // A moderator locks, unlocks and removes the remote topic: their own
     // Lock, its Undo and their Delete of its id with the reason as
     // `summary` (which tells Lemmy it is a removal), each announced.
@@ -1295,6 +1302,27 @@ async fn joining_a_remote_community<A: Store, B: Store>(home: TestApp<A>, away: 
     let (_, log) = away.get(&format!("/api/v1/communities/{remote_name}/modlog")).await;
     assert_eq!(log["entries"][0]["actor"], remote_name.as_str(), "{log}");
     assert_eq!(log["entries"][0]["action"], "remove_post");
+
+    // Home's moderator locks the topic, then unlocks it: the moderator's
+    // Lock and its Undo, announced by the Group, lock and unlock away's
+    // copy (by the Group's user), and ann cannot reply there meanwhile.
+    for (action, locked) in [("lock", true), ("unlock", false)] {
+        let (status, body) =
+            home.post(&format!("/api/v1/topics/{topic}/{action}"), Some(&home.admin_token), json!({})).await;
+        assert_eq!(status, 204, "{body}");
+        eventually(&format!("the {action} at away"), || async {
+            (away.read_topic(mirrored, "old").await["topic"]["locked"] == locked).then_some(())
+        })
+        .await;
+        if locked {
+            let (status, body) =
+                away.post(&format!("/api/v1/topics/{mirrored}/posts"), Some(&ann), json!({"body": "Too late"})).await;
+            assert_eq!(status, 403, "{body}");
+        }
+    }
+    let (_, log) = away.get(&format!("/api/v1/communities/{remote_name}/modlog")).await;
+    let actions: Vec<_> = log["entries"].as_array().expect("entries").iter().map(|e| e["action"].clone()).collect();
+    assert_eq!(actions[..3], [json!("unlock_topic"), json!("lock_topic"), json!("remove_post")], "{log}");
 
     // The pages: the community listed as on another server, its page with
     // the follow state and a link home.

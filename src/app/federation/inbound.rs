@@ -1,7 +1,7 @@
 //! What a remote user's activities do to a local community (FEP-1b12):
 //! `Create` or `Update` of a `Page` (a topic) or a `Note` (a reply),
 //! `Delete` of either or of the actor itself (its account), `Like` and
-//! `Dislike` (votes) and their `Undo`.
+//! `Dislike` (votes), `Lock` of a topic, and their `Undo`.
 //! The remote actor acts as a user of its own (`name@host`, made the
 //! first time: `Store::remote_user`) through the same operations as the
 //! API and the pages (`topics`, `posts`, `votes`), so every rule holds:
@@ -77,6 +77,7 @@ pub async fn act<S: Store>(
         "Delete" => delete(state, fed, sender, activity).await?,
         "Like" => vote(state, fed, sender, activity, 1).await?,
         "Dislike" => vote(state, fed, sender, activity, -1).await?,
+        "Lock" => lock(state, fed, sender, activity, true).await?,
         other => {
             tracing::info!(kind = other, actor = %sender.actor.id, "activity not handled; dropped");
             None
@@ -90,18 +91,22 @@ pub async fn act<S: Store>(
 }
 
 /// `Undo` of the sender's own `Like` or `Dislike` (given inline): the
-/// vote withdrawn, and the Undo announced.
-pub async fn undo_vote<S: Store>(
-    state: &AppState<S>,
-    fed: &Federation,
-    sender: &Sender<'_>,
-    undo: &Value,
-) -> AppResult<()> {
-    let vote_activity = undo.get("object").ok_or_else(|| bad("the Undo has no object"))?;
-    if id_of(vote_activity.get("actor")) != Some(sender.actor.id.as_str()) {
-        return Err(bad("an Undo may undo only its actor's own vote"));
+/// vote withdrawn; or of its `Lock`: the topic unlocked. The Undo is
+/// announced when taken.
+pub async fn undo<S: Store>(state: &AppState<S>, fed: &Federation, sender: &Sender<'_>, undo: &Value) -> AppResult<()> {
+    let undone = undo.get("object").ok_or_else(|| bad("the Undo has no object"))?;
+    if id_of(undone.get("actor")) != Some(sender.actor.id.as_str()) {
+        return Err(bad("an Undo may undo only its actor's own activity"));
     }
-    if let Some(place) = vote(state, fed, sender, vote_activity, 0).await?.filter(|c| !c.is_remote()) {
+    let taken = match undone.get("type").and_then(Value::as_str) {
+        Some("Like" | "Dislike") => vote(state, fed, sender, undone, 0).await?,
+        Some("Lock") => lock(state, fed, sender, undone, false).await?,
+        other => {
+            tracing::info!(kind = ?other, actor = %sender.actor.id, "undo of an activity not handled; dropped");
+            None
+        }
+    };
+    if let Some(place) = taken.filter(|c| !c.is_remote()) {
         outbound::forward(state, fed, &place, undo, sender.actor).await?;
     }
     Ok(())
@@ -381,10 +386,7 @@ async fn remove_for_group<S: Store>(
     target: VoteTarget,
     activity: &Value,
 ) -> AppResult<()> {
-    let Some(group) = state.store.community_actor(community.name.clone()).await? else {
-        return Err(not_author("only its author or its community's Group removes it"));
-    };
-    let moderator = actor_user(state, &group).await?;
+    let moderator = group_user(state, community, "only its author or its community's Group removes it").await?;
     let action = match target {
         VoteTarget::Topic(t) => ModAction::RemoveTopic(t),
         VoteTarget::Post(p) => ModAction::RemovePost(p),
@@ -396,6 +398,44 @@ async fn remove_for_group<S: Store>(
         .map(|r| r.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(MAX_REASON_CHARS).collect::<String>())
         .filter(|r| !r.is_empty());
     moderation::act(state, moderator, action, ModRequest { reason }).await
+}
+
+/// The user a remote community's Group acts as here: its moderator
+/// (`refusal` when the community has no Group: a local one).
+async fn group_user<S: Store>(state: &AppState<S>, community: &Place, refusal: &str) -> AppResult<User> {
+    let Some(group) = state.store.community_actor(community.name.clone()).await? else {
+        return Err(not_author(refusal));
+    };
+    actor_user(state, &group).await
+}
+
+/// `Lock` of a topic (`locked`), or its `Undo`. Lemmy's moderators lock
+/// a post with their own `Lock`, which the Group announces: in a remote
+/// community followed here it is taken as the Group's, whose user
+/// moderates that community here (as a removal, `remove_for_group`).
+/// Sent to us directly, the sender acts as itself, and the moderation
+/// rules refuse it in a local community (no remote user moderates one).
+async fn lock<S: Store>(
+    state: &AppState<S>,
+    fed: &Federation,
+    sender: &Sender<'_>,
+    activity: &Value,
+    locked: bool,
+) -> AppResult<Option<Place>> {
+    let id = id_of(activity.get("object")).ok_or_else(|| bad("the Lock has no object"))?;
+    let Some(local) = local_object(state, id).await? else {
+        tracing::debug!(%id, "a Lock of an object not ours; dropped");
+        return Ok(None);
+    };
+    let VoteTarget::Topic(topic) = local.target else { return Err(bad("only a Page is locked")) };
+    let Some(community) = community_for(state, fed, sender, local.topic_id).await? else { return Ok(None) };
+    let moderator = match sender.via {
+        Some(_) => group_user(state, &community, "only its community's Group locks it").await?,
+        None => acting_user(state, sender).await?,
+    };
+    let action = if locked { ModAction::LockTopic(topic) } else { ModAction::UnlockTopic(topic) };
+    moderation::act(state, moderator, action, ModRequest { reason: None }).await?;
+    Ok(Some(community))
 }
 
 /// A vote (`value` 1 `Like`, -1 `Dislike`, 0 its `Undo`) on one of our

@@ -345,7 +345,7 @@ pub async fn announced<S: Store>(
     };
     let sender = Sender { actor: &author, user: None, ip: ClientIp::FEDERATED, inbox: None, via: Some(&community) };
     match kind.as_str() {
-        "Undo" => inbound::undo_vote(state, fed, &sender, &inner).await,
+        "Undo" => inbound::undo(state, fed, &sender, &inner).await,
         other => inbound::act(state, fed, &sender, other, &inner).await,
     }
 }

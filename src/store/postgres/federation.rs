@@ -56,8 +56,11 @@ pub async fn put_actor_key(
     actor_key(c, kind, local_id).await?.ok_or(StoreError::NotFound("actor key"))
 }
 
+/// Every activity's one read: its SQL formatted once.
+static BY_KEY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| known_actor_sql("a.key_id = $1"));
+
 pub async fn remote_actor_by_key(c: &impl GenericClient, key_id: &str) -> StoreResult<Option<KnownActor>> {
-    let Some(r) = opt(c, &known_actor_sql("a.key_id = $1"), &[&key_id]).await? else { return Ok(None) };
+    let Some(r) = opt(c, &BY_KEY, &[&key_id]).await? else { return Ok(None) };
     let user = match col::<Option<i64>>(&r, 8)? {
         Some(id) => Some(User { id, name: col(&r, 9)?, is_admin: col(&r, 10)?, created_at: Timestamp(col(&r, 11)?) }),
         None => None,

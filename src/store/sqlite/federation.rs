@@ -49,8 +49,11 @@ pub fn put_actor_key(conn: &Connection, kind: ActorKind, local_id: i64, key: &Ac
     actor_key(conn, kind, local_id)?.ok_or(StoreError::NotFound("actor key"))
 }
 
+/// Every activity's one read: its SQL formatted once.
+static BY_KEY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| known_actor_sql("a.key_id = ?1"));
+
 pub fn remote_actor_by_key(conn: &Connection, key_id: &str) -> StoreResult<Option<KnownActor>> {
-    conn.prepare_cached(&known_actor_sql("a.key_id = ?1"))
+    conn.prepare_cached(&BY_KEY)
         .and_then(|mut s| {
             s.query_row([key_id], |r| {
                 let user = match r.get::<_, Option<i64>>(8)? {

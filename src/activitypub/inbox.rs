@@ -243,7 +243,7 @@ async fn undo<S: Store>(
                 Err(e) => Err(e),
             }
         }
-        Some("Like" | "Dislike" | "Lock") => inbound::undo(state, fed, sender, activity).await,
+        Some("Like" | "Dislike" | "Lock" | "Delete") => inbound::undo(state, fed, sender, activity).await,
         _ => {
             tracing::info!(actor = %signer.id, "undo of an activity not handled yet; dropped");
             Ok(())

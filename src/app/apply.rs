@@ -37,7 +37,7 @@ pub fn apply_here<S: Store>(state: &AppState<S>, change: &Change) {
             inbox.iter().for_each(|n| hub.notified(n));
         }
         Change::Inbox { notified } => notified.iter().for_each(|n| hub.notified(n)),
-        Change::PostEdited { post } => hub.post_edited(post),
+        Change::PostEdited { post, .. } => hub.post_edited(post),
         Change::PostRemoved { topic_id, post_id, .. } => hub.post_removed(*topic_id, *post_id),
         Change::TopicCreated { topic } => hub.topic_created(topic),
         Change::TopicChanged { .. } => {}

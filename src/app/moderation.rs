@@ -62,10 +62,13 @@ fn change_of(action: ModAction, done: Moderated, actor: &User, reason: Option<St
         (ModAction::RemovePost(post_id), _) => Change::PostRemoved { topic_id, post_id, by: by(How::Removed) },
         // The live protocol has no "restored": the post comes back as an
         // edit carrying its body, unless its topic is hidden.
-        (ModAction::RestorePost(_), Some(post)) if !done.topic_removed && !post.deleted => Change::PostEdited { post },
+        (ModAction::RestorePost(_), Some(post)) if !done.topic_removed && !post.deleted => {
+            Change::PostEdited { post, by: by(How::Restored) }
+        }
         (ModAction::RemoveTopic(_), _) => Change::TopicChanged { topic_id, by: by(How::Removed) },
         (ModAction::LockTopic(_), _) => Change::TopicChanged { topic_id, by: by(How::Locked) },
         (ModAction::UnlockTopic(_), _) => Change::TopicChanged { topic_id, by: by(How::Unlocked) },
+        (ModAction::RestoreTopic(_), _) => Change::TopicChanged { topic_id, by: by(How::Restored) },
         _ => Change::TopicChanged { topic_id, by: None },
     })
 }

@@ -44,7 +44,7 @@ pub async fn edit_post<S: Store>(
     let body = text::render(body).await?;
     commit(state, move |st| async move {
         let post = st.store.edit_post(&user, id, body).await?;
-        apply(&st, Change::PostEdited { post: post.clone() });
+        apply(&st, Change::PostEdited { post: post.clone(), by: None });
         Ok(post)
     })
     .await

@@ -23,8 +23,14 @@ pub enum Change {
         inbox: Vec<Notified>,
     },
     /// A post's body changed (an edit, or a moderator restored it while
-    /// its topic is visible): subscribers get the post again.
-    PostEdited { post: Post },
+    /// its topic is visible): subscribers get the post again. `by`: the
+    /// moderator who restored it, which federation sends on as the `Undo`
+    /// of their removal; `None` for an edit.
+    PostEdited {
+        post: Post,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<Acted>,
+    },
     /// A post went from view (deleted by its author, removed by a
     /// moderator). `by`: who did which, which federation sends on as
     /// their `Delete` (absent from a node that did not say).
@@ -106,6 +112,8 @@ pub enum How {
     Removed,
     Locked,
     Unlocked,
+    /// By a moderator, undoing a removal.
+    Restored,
 }
 
 impl Acted {
@@ -127,7 +135,7 @@ impl Change {
     /// (a new topic has none yet).
     pub fn stale_topic(&self) -> Option<i64> {
         match self {
-            Change::PostCreated { post, .. } | Change::PostEdited { post } => Some(post.topic_id),
+            Change::PostCreated { post, .. } | Change::PostEdited { post, .. } => Some(post.topic_id),
             Change::PostRemoved { topic_id, .. }
             | Change::TopicChanged { topic_id, .. }
             | Change::Scored { topic_id, .. } => Some(*topic_id),
@@ -187,12 +195,18 @@ mod tests {
         }
     }
 
+    fn moderator(how: How, reason: Option<String>) -> Acted {
+        Acted { user_id: 7, name: "mod".into(), how, reason }
+    }
+
     #[test]
     fn every_change_survives_json_for_the_cluster_bus() {
         let changes = [
             Change::PostCreated { post: post(), notify: Some(5), inbox: vec![notified()] },
             Change::Inbox { notified: vec![notified(), Notified { kind: None, ..notified() }] },
-            Change::PostEdited { post: post() },
+            Change::PostEdited { post: post(), by: None },
+            Change::PostEdited { post: post(), by: Some(moderator(How::Restored, None)) },
+            Change::TopicChanged { topic_id: 3, by: Some(moderator(How::Removed, Some("spam".into()))) },
             Change::PostRemoved { topic_id: 3, post_id: 9, by: None },
             Change::TopicChanged { topic_id: 3, by: None },
             Change::Scored { topic_id: 3, post_id: None, score: -2, by: None, seq: None },

@@ -800,6 +800,18 @@ async fn remote_content<S: Store>(app: TestApp<S>) {
     let removal = last.iter().find(|a| a["object"]["type"] == "Delete").expect("the removal");
     assert_eq!((&removal["object"]["actor"], &removal["object"]["object"]), (&json!(admin), &json!(page_id)));
     assert_eq!(removal["object"]["summary"], "spam");
+    // Restored: the moderator's Undo of that Delete, as Lemmy restores.
+    let (status, body) = app.post(&format!("/api/v1/topics/{topic}/restore"), Some(&app.admin_token), json!({})).await;
+    assert_eq!(status, 204, "{body}");
+    let seen = other.wait_for(3 + want.len() + 6).await;
+    let restore: Value = serde_json::from_slice(&seen[seen.len() - 1].1).expect("json");
+    let undo = &restore["object"];
+    assert_eq!((undo["type"].as_str(), undo["actor"].as_str()), (Some("Undo"), Some(admin.as_str())), "{restore}");
+    assert_eq!(
+        (undo["object"]["type"].as_str(), undo["object"]["object"].as_str()),
+        (Some("Delete"), Some(page_id.as_str()))
+    );
+    assert!(undo["object"]["summary"].is_string(), "a removal's Delete, undone: {restore}");
 
     // Banned from the community, the remote user's Create is refused.
     let (status, body) = app
@@ -1302,6 +1314,17 @@ async fn joining_a_remote_community<A: Store, B: Store>(home: TestApp<A>, away: 
     let (_, log) = away.get(&format!("/api/v1/communities/{remote_name}/modlog")).await;
     assert_eq!(log["entries"][0]["actor"], remote_name.as_str(), "{log}");
     assert_eq!(log["entries"][0]["action"], "remove_post");
+    // And restores it: the moderator's Undo of the removal, announced,
+    // restores away's copy too.
+    let (status, body) =
+        home.post(&format!("/api/v1/posts/{answer}/restore"), Some(&home.admin_token), json!({})).await;
+    assert_eq!(status, 204, "{body}");
+    eventually("the restore at away", || async {
+        let posts = away.read_topic(mirrored, "old").await["posts"].clone();
+        // (`removed` is left out of a post that is not.)
+        (posts[1].get("removed").is_none() && posts[1]["body"] == "Welcome!").then_some(())
+    })
+    .await;
 
     // Home's moderator locks the topic, then unlocks it: the moderator's
     // Lock and its Undo, announced by the Group, lock and unlock away's
@@ -1322,7 +1345,8 @@ async fn joining_a_remote_community<A: Store, B: Store>(home: TestApp<A>, away: 
     }
     let (_, log) = away.get(&format!("/api/v1/communities/{remote_name}/modlog")).await;
     let actions: Vec<_> = log["entries"].as_array().expect("entries").iter().map(|e| e["action"].clone()).collect();
-    assert_eq!(actions[..3], [json!("unlock_topic"), json!("lock_topic"), json!("remove_post")], "{log}");
+    let want = ["unlock_topic", "lock_topic", "restore_post", "remove_post"].map(|a| json!(a));
+    assert_eq!(actions[..4], want, "{log}");
 
     // The pages: the community listed as on another server, its page with
     // the follow state and a link home.

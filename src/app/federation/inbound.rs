@@ -91,8 +91,8 @@ pub async fn act<S: Store>(
 }
 
 /// `Undo` of the sender's own `Like` or `Dislike` (given inline): the
-/// vote withdrawn; or of its `Lock`: the topic unlocked. The Undo is
-/// announced when taken.
+/// vote withdrawn; of its `Lock`: the topic unlocked; of its `Delete`:
+/// a removal undone (`restore`). The Undo is announced when taken.
 pub async fn undo<S: Store>(state: &AppState<S>, fed: &Federation, sender: &Sender<'_>, undo: &Value) -> AppResult<()> {
     let undone = undo.get("object").ok_or_else(|| bad("the Undo has no object"))?;
     if id_of(undone.get("actor")) != Some(sender.actor.id.as_str()) {
@@ -101,6 +101,7 @@ pub async fn undo<S: Store>(state: &AppState<S>, fed: &Federation, sender: &Send
     let taken = match undone.get("type").and_then(Value::as_str) {
         Some("Like" | "Dislike") => vote(state, fed, sender, undone, 0).await?,
         Some("Lock") => lock(state, fed, sender, undone, false).await?,
+        Some("Delete") => restore(state, fed, sender, undone).await?,
         other => {
             tracing::info!(kind = ?other, actor = %sender.actor.id, "undo of an activity not handled; dropped");
             None
@@ -434,6 +435,37 @@ async fn lock<S: Store>(
         None => acting_user(state, sender).await?,
     };
     let action = if locked { ModAction::LockTopic(topic) } else { ModAction::UnlockTopic(topic) };
+    moderation::act(state, moderator, action, ModRequest { reason: None }).await?;
+    Ok(Some(community))
+}
+
+/// The `Undo` of a `Delete`, as Lemmy's moderators restore what they
+/// removed, announced by the Group of a remote community followed here:
+/// the topic or post restored here by the Group's user, as its removal
+/// was (`remove_for_group`). Sent to us directly it is dropped: no remote
+/// user moderates here, and an author's own deletion erased the text,
+/// so there is nothing to bring back.
+async fn restore<S: Store>(
+    state: &AppState<S>,
+    fed: &Federation,
+    sender: &Sender<'_>,
+    delete: &Value,
+) -> AppResult<Option<Place>> {
+    let id = id_of(delete.get("object")).ok_or_else(|| bad("the Delete has no object"))?;
+    let Some(local) = local_object(state, id).await? else {
+        tracing::debug!(%id, "an Undo of a Delete of an object not ours; dropped");
+        return Ok(None);
+    };
+    let Some(community) = community_for(state, fed, sender, local.topic_id).await? else { return Ok(None) };
+    if sender.via.is_none() {
+        tracing::info!(actor = %sender.actor.id, %id, "an Undo of a Delete sent to us directly; dropped");
+        return Ok(None);
+    }
+    let moderator = group_user(state, &community, "only its community's Group restores it").await?;
+    let action = match local.target {
+        VoteTarget::Topic(t) => ModAction::RestoreTopic(t),
+        VoteTarget::Post(p) => ModAction::RestorePost(p),
+    };
     moderation::act(state, moderator, action, ModRequest { reason: None }).await?;
     Ok(Some(community))
 }

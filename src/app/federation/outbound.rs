@@ -31,6 +31,8 @@ enum Out {
     Post(i64, i64, bool),
     /// A post gone from view; who deleted or removed it.
     PostGone(i64, i64, Option<Acted>),
+    /// A removed post a moderator restored.
+    PostRestored(i64, i64, Acted),
     /// A local user's vote on a topic (post `None`) or post.
     Vote(i64, Option<i64>, Voter),
 }
@@ -47,7 +49,10 @@ pub fn send<S: Store>(state: &AppState<S>, change: &Change) {
         Change::TopicCreated { topic } if !remote_author(&topic.author) => Out::Topic(topic.id, true, None),
         Change::TopicChanged { topic_id, by } => Out::Topic(*topic_id, false, by.clone()),
         Change::PostCreated { post, .. } if !remote_author(&post.author) => Out::Post(post.topic_id, post.id, true),
-        Change::PostEdited { post } if !remote_author(&post.author) => Out::Post(post.topic_id, post.id, false),
+        Change::PostEdited { post, by: None } if !remote_author(&post.author) => {
+            Out::Post(post.topic_id, post.id, false)
+        }
+        Change::PostEdited { post, by: Some(by) } => Out::PostRestored(post.topic_id, post.id, by.clone()),
         Change::PostRemoved { topic_id, post_id, by } => Out::PostGone(*topic_id, *post_id, by.clone()),
         Change::Scored { topic_id, post_id, by: Some(voter), .. } if !is_remote_name(&voter.name) => {
             Out::Vote(*topic_id, *post_id, voter.clone())
@@ -65,7 +70,7 @@ pub fn send<S: Store>(state: &AppState<S>, change: &Change) {
 async fn announce<S: Store>(state: &AppState<S>, fed: &Federation, out: Out) -> AppResult<()> {
     let base = state.web.public_url();
     let topic_id = match out {
-        Out::Topic(t, ..) | Out::Post(t, ..) | Out::PostGone(t, ..) | Out::Vote(t, ..) => t,
+        Out::Topic(t, ..) | Out::Post(t, ..) | Out::PostGone(t, ..) | Out::PostRestored(t, ..) | Out::Vote(t, ..) => t,
     };
     let topic = state.store.topic(topic_id).await?;
     let community = state.store.community(topic.community.clone()).await?;
@@ -105,7 +110,7 @@ async fn to_remote_group<S: Store>(
         // (`activity`, `by_person`).
         Out::PostGone(_, p, Some(by)) if by.how == How::Deleted && ours(VoteTarget::Post(*p)).await? => {}
         Out::Topic(_, false, Some(by)) if by.how == How::Deleted && ours(VoteTarget::Topic(topic.id)).await? => {}
-        Out::PostGone(..) | Out::Topic(_, _, Some(_)) => return Ok(()),
+        Out::PostGone(..) | Out::PostRestored(..) | Out::Topic(_, _, Some(_)) => return Ok(()),
         Out::Topic(..) if hidden => return Ok(()),
         Out::Topic(..) if !ours(VoteTarget::Topic(topic.id)).await? => return Ok(()),
         _ => {}
@@ -211,7 +216,7 @@ async fn activity<S: Store>(
     Ok(match out {
         // A remote user's own deletion was forwarded as it came.
         Out::Topic(_, _, Some(by)) | Out::PostGone(_, _, Some(by)) if is_remote_name(&by.name) => None,
-        Out::Topic(_, _, Some(by)) if matches!(by.how, How::Locked | How::Unlocked) => {
+        Out::Topic(_, _, Some(by)) if matches!(by.how, How::Locked | How::Unlocked | How::Restored) => {
             (!hidden).then(|| by_person(base, group, &by, topic_id))
         }
         Out::Topic(_, _, Some(by)) if hidden => Some(by_person(base, group, &by, topic_id)),
@@ -231,7 +236,7 @@ async fn activity<S: Store>(
             let parent = in_reply_to(state, base, &topic, &post).await?;
             Some(wrap(if created { "Create" } else { "Update" }, note_json(base, &topic, &post, &parent, group)))
         }
-        Out::PostGone(_, post, Some(by)) => {
+        Out::PostGone(_, post, Some(by)) | Out::PostRestored(_, post, by) => {
             let object = object_id(state, base, VoteTarget::Post(post), topic.id).await?;
             Some(by_person(base, group, &by, object))
         }
@@ -254,8 +259,8 @@ async fn activity<S: Store>(
 /// (crates/apub/assets/lemmy/activities/deletion, community/lock_page.json):
 /// a deletion as the deleter's `Delete`; a moderator's removal as the
 /// moderator's `Delete` with a `summary` (the reason), which is what
-/// tells Lemmy it is a removal; a lock as their `Lock`, and an unlock as
-/// its `Undo`.
+/// tells Lemmy it is a removal, and a restore as the `Undo` of that
+/// `Delete`; a lock as their `Lock`, and an unlock as its `Undo`.
 fn by_person(base: &str, group: &str, by: &Acted, object: String) -> Value {
     let actor = ids::user(base, &by.name);
     let make = |kind: &str, object: Value| {
@@ -264,10 +269,10 @@ fn by_person(base: &str, group: &str, by: &Acted, object: String) -> Value {
     };
     match by.how {
         How::Deleted => make("Delete", json!(object)),
-        How::Removed => {
+        How::Removed | How::Restored => {
             let mut delete = make("Delete", json!(object));
             delete["summary"] = json!(by.reason.clone().unwrap_or_else(|| "Removed by a moderator".into()));
-            delete
+            if by.how == How::Restored { make("Undo", delete) } else { delete }
         }
         How::Locked => make("Lock", json!(object)),
         How::Unlocked => make("Undo", make("Lock", json!(object))),

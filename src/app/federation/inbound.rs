@@ -169,6 +169,24 @@ async fn community_for<S: Store>(
     Ok(None)
 }
 
+/// The topic or post the `object` of `activity` (a `what`) names, with its
+/// community, when it is ours and the sender may act there; `None`
+/// (dropped, logged) when not.
+async fn acted_on<S: Store>(
+    state: &AppState<S>,
+    fed: &Federation,
+    sender: &Sender<'_>,
+    activity: &Value,
+    what: &str,
+) -> AppResult<Option<(LocalObject, Place)>> {
+    let id = id_of(activity.get("object")).ok_or_else(|| bad(format!("the {what} has no object")))?;
+    let Some(local) = local_object(state, id).await? else {
+        tracing::debug!(%id, what, "an activity about an object not ours; dropped");
+        return Ok(None);
+    };
+    Ok(community_for(state, fed, sender, local.topic_id).await?.map(|community| (local, community)))
+}
+
 /// The embedded object of a `Create` or `Update`, with its id, checked to
 /// be the sender's own: on its host and attributed to it.
 fn own_object<'a>(activity: &'a Value, sender: &Sender<'_>) -> AppResult<(&'a Value, String)> {
@@ -423,13 +441,8 @@ async fn lock<S: Store>(
     activity: &Value,
     locked: bool,
 ) -> AppResult<Option<Place>> {
-    let id = id_of(activity.get("object")).ok_or_else(|| bad("the Lock has no object"))?;
-    let Some(local) = local_object(state, id).await? else {
-        tracing::debug!(%id, "a Lock of an object not ours; dropped");
-        return Ok(None);
-    };
+    let Some((local, community)) = acted_on(state, fed, sender, activity, "Lock").await? else { return Ok(None) };
     let VoteTarget::Topic(topic) = local.target else { return Err(bad("only a Page is locked")) };
-    let Some(community) = community_for(state, fed, sender, local.topic_id).await? else { return Ok(None) };
     let moderator = match sender.via {
         Some(_) => group_user(state, &community, "only its community's Group locks it").await?,
         None => acting_user(state, sender).await?,
@@ -451,14 +464,9 @@ async fn restore<S: Store>(
     sender: &Sender<'_>,
     delete: &Value,
 ) -> AppResult<Option<Place>> {
-    let id = id_of(delete.get("object")).ok_or_else(|| bad("the Delete has no object"))?;
-    let Some(local) = local_object(state, id).await? else {
-        tracing::debug!(%id, "an Undo of a Delete of an object not ours; dropped");
-        return Ok(None);
-    };
-    let Some(community) = community_for(state, fed, sender, local.topic_id).await? else { return Ok(None) };
+    let Some((local, community)) = acted_on(state, fed, sender, delete, "Delete").await? else { return Ok(None) };
     if sender.via.is_none() {
-        tracing::info!(actor = %sender.actor.id, %id, "an Undo of a Delete sent to us directly; dropped");
+        tracing::info!(actor = %sender.actor.id, "an Undo of a Delete sent to us directly; dropped");
         return Ok(None);
     }
     let moderator = group_user(state, &community, "only its community's Group restores it").await?;
@@ -479,12 +487,7 @@ async fn vote<S: Store>(
     activity: &Value,
     value: i8,
 ) -> AppResult<Option<Place>> {
-    let id = id_of(activity.get("object")).ok_or_else(|| bad("the vote has no object"))?;
-    let Some(local) = local_object(state, id).await? else {
-        tracing::debug!(%id, "a vote on an object not ours; dropped");
-        return Ok(None);
-    };
-    let Some(community) = community_for(state, fed, sender, local.topic_id).await? else { return Ok(None) };
+    let Some((local, community)) = acted_on(state, fed, sender, activity, "vote").await? else { return Ok(None) };
     let user = acting_user(state, sender).await?;
     votes::cast_vote(state, user, sender.ip, local.target, value).await?;
     Ok(Some(community))

@@ -6,7 +6,8 @@
 // receives the Group's Announce of a topic posted on Pith (signed too);
 // a second actor, bob, on a second server follows too; alice posts a Page
 // into the community (which the Group announces to bob's server), replies
-// to it with a Note and Likes the local topic, each checked through Pith's
+// to it with a Note, Likes the local topic and posts a Note replying to
+// nothing (a topic, titled by its first line), each checked through Pith's
 // API (the Page a topic by alice@HOST, the Note its reply, the topic's
 // score 1); a local member's vote on alice's topic comes back as the
 // Group's Announce of that member's Like; then both undo their follows,
@@ -266,6 +267,19 @@ try {
   const liked = await api(`/topics/${localTopic}`);
   if (liked.topic.score !== 1) fail(`the local topic's score after the Like is ${liked.topic.score}`);
   step("Like taken: the local topic's score is 1");
+
+  // A Note replying to nothing, naming the Group (as Mastodon posts to a
+  // Lemmy community): a topic titled by its first line.
+  await ctx.sendActivity({ identifier: "alice" }, group, new Create({
+    id: new URL(`${base}/notes/2/create`), actor: alice, to: PUBLIC_COLLECTION, cc: group.id,
+    object: new Note({
+      id: new URL(`${base}/notes/2`), attribution: alice, to: PUBLIC_COLLECTION, cc: group.id,
+      content: `<p><a href="${group.id.href}" class="mention">@${community}</a> A toot for the group<br>with more</p>`,
+    }),
+  }));
+  const tooted = (await api(`/communities/${community}/topics?sort=new`)).topics?.find((t) => t.title === "A toot for the group");
+  if (!tooted || tooted.author !== aliceName) fail(`the Note is not a topic by ${aliceName}`);
+  step(`Create(Note) replying to nothing taken: topic ${tooted.id} "${tooted.title}"`);
 
   // A local member's vote on alice's topic goes out as that member's Like
   // of alice's Page, announced by the Group.

@@ -973,6 +973,43 @@ async fn an_actor_deleting_itself_deletes_its_user_here_on_postgres() {
     actors_deleting_themselves(spawn_federated_pg_app(&db).await).await;
 }
 
+/// A Note replying to nothing, as Mastodon sends a post naming the Group:
+/// a topic, titled by its first line past the mention; one with nothing
+/// past the mention is refused.
+#[tokio::test]
+async fn a_note_replying_to_nothing_starts_a_topic() {
+    let app = spawn_federated_app().await;
+    app.community("rust").await;
+    let remote = Remote::start().await;
+    let group = format!("{}/ap/c/rust", app.addr);
+    let name = format!("remote@{}", remote.base.trim_start_matches("http://"));
+    let mention =
+        format!("<span class=\"h-card\"><a href=\"{group}\" class=\"u-url mention\">@<span>rust</span></a></span>");
+    let toot = |n: u32, content: String| {
+        json!({"id": format!("{}/statuses/{n}", remote.base), "type": "Note", "attributedTo": remote.actor(),
+               "to": [PUBLIC], "cc": [group], "inReplyTo": null, "content": content,
+               "tag": [{"type": "Mention", "href": group, "name": "@rust"}]})
+    };
+    let create =
+        activity(&remote, &group, "Create", 1, toot(1, format!("<p>{mention} Borrow checker &amp; me<br>It won.</p>")));
+    let r = deliver(&remote, &app, "/ap/inbox", &create).await;
+    assert_eq!(r.status, 202, "{:?}", r.json());
+    let pith::model::VoteTarget::Topic(topic) = local(&app, &format!("{}/statuses/1", remote.base)).await else {
+        panic!("a topic")
+    };
+    let (_, t) = app.get(&format!("/api/v1/topics/{topic}")).await;
+    assert_eq!(
+        (t["topic"]["title"].as_str(), t["topic"]["author"].as_str(), t["topic"]["community"].as_str()),
+        (Some("Borrow checker & me"), Some(name.as_str()), Some("rust"))
+    );
+    assert!(t["topic"]["body"].as_str().is_some_and(|b| b.contains("It won.")), "{t}");
+
+    let empty = activity(&remote, &group, "Create", 2, toot(2, format!("<p>{mention}</p>")));
+    let r = deliver(&remote, &app, "/ap/inbox", &empty).await;
+    assert_eq!((r.status, r.json()["error"]["code"].as_str()), (400, Some("bad_activity")));
+    assert_eq!(app.state.store.community("rust".into()).await.expect("community").topic_count, 1);
+}
+
 // ---------------------------------------------------------------------------
 // The administrators' rules for other servers, and each server's rate limit.
 

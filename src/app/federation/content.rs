@@ -23,6 +23,41 @@ pub fn markdown_of(object: &Value) -> Option<String> {
     (!text.trim().is_empty()).then_some(text)
 }
 
+/// A title for a `Note` that starts a topic (a Mastodon post naming the
+/// Group has no `name`): the first line of its text as plain text (the
+/// Markdown this module writes read back: escapes undone, a link its
+/// text) without the mentions it opens with (a line of mentions only is
+/// skipped), cut to a title's 300 characters. `None` when nothing is left.
+pub fn title_of_note(markdown: &str) -> Option<String> {
+    const MAX: usize = 300;
+    let title = markdown.lines().map(plain).find_map(|line| {
+        let words: Vec<&str> = line.split_whitespace().skip_while(|w| w.starts_with('@')).collect();
+        (!words.is_empty()).then(|| words.join(" "))
+    })?;
+    Some(match title.char_indices().nth(MAX - 1) {
+        Some((cut, _)) => format!("{}…", title[..cut].trim_end()),
+        None => title,
+    })
+}
+
+/// A line of Markdown as plain text: `\x` is x, `[text](url)` is text.
+fn plain(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            '[' => {}
+            ']' if chars.clone().next() == Some('(') => {
+                // The link's target, to its closing parenthesis.
+                chars.by_ref().take_while(|&c| c != ')').for_each(drop);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The link a `Page` carries: its first `Link` attachment's `href`
 /// (Lemmy's link posts), when it is http(s).
 pub fn link_of(object: &Value) -> Option<String> {
@@ -183,6 +218,22 @@ fn entity(s: &str) -> (char, usize) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_note_is_titled_by_its_first_line_without_its_opening_mentions() {
+        let mastodon = json!({"content": "<p><span class=\"h-card\"><a href=\"https://forum.example/c/rust\" \
+            class=\"u-url mention\">@<span>rust</span></a></span> Is *this* [thing] safe?<br>More below.</p><p>And more.</p>"});
+        let text = markdown_of(&mastodon).expect("text");
+        assert_eq!(title_of_note(&text).as_deref(), Some("Is *this* [thing] safe?"));
+        assert_eq!(title_of_note("@rust@forum.example @ann\n\nSecond line").as_deref(), Some("Second line"));
+        assert_eq!(title_of_note("@rust@forum.example").as_deref(), None, "a mention alone is no title");
+        assert_eq!(title_of_note("  \n").as_deref(), None);
+        let long = "é".repeat(400);
+        let title = title_of_note(&long).expect("title");
+        assert_eq!(title.chars().count(), 300);
+        assert!(title.ends_with('…'));
+        crate::model::Title::parse(&title).expect("a valid title");
+    }
 
     #[test]
     fn markdown_source_is_taken_as_it_is() {

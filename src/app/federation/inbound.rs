@@ -224,8 +224,46 @@ fn addressed(state_base: &str, activity: &Value, object: &Value, inbox: Option<&
         .or_else(|| inbox.map(str::to_owned))
 }
 
-/// `Create` of a `Page` into a local community, or of a `Note` replying
-/// to one of our topics or posts; the community taken into.
+/// A topic made of a remote `Page` (or a `Note` replying to nothing),
+/// titled by `title`, in the local community it is addressed to (or the
+/// remote one whose Group announced it); `None` (dropped, logged) when
+/// there is none it may post in.
+async fn new_topic<'t, S: Store>(
+    state: &AppState<S>,
+    sender: &Sender<'_>,
+    activity: &Value,
+    object: &Value,
+    id: String,
+    title: impl FnOnce() -> AppResult<&'t str>,
+) -> AppResult<Option<AppResult<Place>>> {
+    let community = match sender.via {
+        Some(via) => Place::from(via),
+        None => {
+            let Some(name) = addressed(&state.web.public_url(), activity, object, sender.inbox) else {
+                tracing::info!(%id, "a topic for no local community; dropped");
+                return Ok(None);
+            };
+            Place::from(&state.store.community(name).await?)
+        }
+    };
+    if !admitted(sender, &community) {
+        tracing::info!(%id, "a topic for a community it may not post in here; dropped");
+        return Ok(None);
+    }
+    let submission = Submission {
+        community: CommunityName::named(&community.name)?,
+        title: Title::parse(title()?)?,
+        body: content::markdown_of(object).map(|b| Body::parse(&b)).transpose()?,
+        url: content::link_of(object).map(|u| Link::parse(&u)).transpose()?,
+        remote_id: Some(id),
+    };
+    let user = acting_user(state, sender).await?;
+    Ok(Some(topics::create_topic(state, user, sender.ip, submission).await.map(|_| community)))
+}
+
+/// `Create` of a `Page` into a local community, of a `Note` replying to
+/// one of our topics or posts, or of one replying to nothing (a topic);
+/// the community taken into.
 async fn create<S: Store>(
     state: &AppState<S>,
     fed: &Federation,
@@ -240,37 +278,22 @@ async fn create<S: Store>(
     let kind = object.get("type").and_then(Value::as_str).unwrap_or("");
     let made = match kind {
         "Page" | "Article" => {
-            let community = match sender.via {
-                Some(via) => Place::from(via),
-                None => {
-                    let Some(name) = addressed(&state.web.public_url(), activity, object, sender.inbox) else {
-                        tracing::info!(%id, "a Page for no local community; dropped");
-                        return Ok(None);
-                    };
-                    Place::from(&state.store.community(name).await?)
-                }
-            };
-            if !admitted(sender, &community) {
-                tracing::info!(%id, "a Page for a community it may not post in here; dropped");
-                return Ok(None);
-            }
-            let title = object.get("name").and_then(Value::as_str).ok_or_else(|| bad("the Page has no name"))?;
-            let submission = Submission {
-                community: CommunityName::named(&community.name)?,
-                title: Title::parse(title)?,
-                body: content::markdown_of(object).map(|b| Body::parse(&b)).transpose()?,
-                url: content::link_of(object).map(|u| Link::parse(&u)).transpose()?,
-                remote_id: Some(id),
-            };
-            let user = acting_user(state, sender).await?;
-            topics::create_topic(state, user, sender.ip, submission).await.map(|_| community)
+            let title = || object.get("name").and_then(Value::as_str).ok_or_else(|| bad("the Page has no name"));
+            let Some(made) = new_topic(state, sender, activity, object, id, title).await? else { return Ok(None) };
+            made
+        }
+        // A Note that replies to nothing (a Mastodon post naming the
+        // Group) starts a topic, titled by its first line.
+        "Note" if object.get("inReplyTo").is_none_or(Value::is_null) => {
+            let text = content::markdown_of(object).ok_or_else(|| bad("the Note has no content"))?;
+            let first_line = content::title_of_note(&text);
+            let title = || first_line.as_deref().ok_or_else(|| bad("the Note has no text to title a topic with"));
+            let Some(made) = new_topic(state, sender, activity, object, id, title).await? else { return Ok(None) };
+            made
         }
         "Note" => {
-            // A Note that replies to nothing (a Mastodon post naming the
-            // Group) is no reply; turning it into a topic is not built.
             let Some(parent) = id_of(object.get("inReplyTo")) else {
-                tracing::info!(%id, "a Note replying to nothing; dropped");
-                return Ok(None);
+                return Err(bad("the Note's inReplyTo has no id"));
             };
             let Some(parent) = local_object(state, parent).await? else {
                 tracing::info!(%id, "a Note replying to something not ours; dropped");

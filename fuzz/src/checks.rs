@@ -67,7 +67,11 @@ pub fn activity(data: &[u8]) {
         assert!(actor.name.chars().count() <= 64 && !actor.name.chars().any(char::is_control), "{:?}", actor.name);
     }
     for object in [&doc, &doc["object"]] {
-        let _ = content::markdown_of(object);
+        // A Note replying to nothing is titled by its text: a valid title
+        // or none.
+        if let Some(title) = content::markdown_of(object).as_deref().and_then(content::title_of_note) {
+            assert!(pith::model::Title::parse(&title).is_ok(), "{title:?}");
+        }
         if let Some(link) = content::link_of(object) {
             assert!(link.starts_with("https://") || link.starts_with("http://"), "{link}");
         }

@@ -40,7 +40,8 @@ pub fn title_of_note(markdown: &str) -> Option<String> {
     })
 }
 
-/// A line of Markdown as plain text: `\x` is x, `[text](url)` is text.
+/// A line of Markdown as plain text: `\x` is x, `[text](url)` is text,
+/// and no control characters (a Markdown source is taken as sent).
 fn plain(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     let mut chars = line.chars();
@@ -52,6 +53,8 @@ fn plain(line: &str) -> String {
                 // The link's target, to its closing parenthesis.
                 chars.by_ref().take_while(|&c| c != ')').for_each(drop);
             }
+            c if c.is_whitespace() => out.push(' '),
+            c if c.is_control() => {}
             c => out.push(c),
         }
     }
@@ -228,6 +231,7 @@ mod tests {
         assert_eq!(title_of_note("@rust@forum.example @ann\n\nSecond line").as_deref(), Some("Second line"));
         assert_eq!(title_of_note("@rust@forum.example").as_deref(), None, "a mention alone is no title");
         assert_eq!(title_of_note("  \n").as_deref(), None);
+        assert_eq!(title_of_note("a\u{1}b\tc").as_deref(), Some("ab c"), "no control characters");
         let long = "é".repeat(400);
         let title = title_of_note(&long).expect("title");
         assert_eq!(title.chars().count(), 300);

@@ -28,7 +28,7 @@ pub fn lower_this_thread() {
 }
 
 /// This thread's nice value (the tests check what was niced).
-#[cfg(target_os = "linux")]
+#[cfg(all(test, target_os = "linux"))]
 pub fn nice_of_this_thread() -> i32 {
     // SAFETY: reads this thread's nice value.
     unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }

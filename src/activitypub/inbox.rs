@@ -220,9 +220,9 @@ async fn followed<S: Store>(state: &AppState<S>, target: &Target, object: Option
     Ok(community)
 }
 
-/// `Undo` of the signer's own `Follow` or vote, given inline (as
-/// Mastodon, Lemmy and Fedify send it); anything else undone is dropped,
-/// logged.
+/// `Undo` of the signer's own `Follow`, given inline (as Mastodon, Lemmy
+/// and Fedify send it); any other Undo is `inbound::undo`'s (a vote, a
+/// lock, a removal; anything else dropped, logged).
 async fn undo<S: Store>(
     state: &AppState<S>,
     fed: &Federation,
@@ -243,11 +243,7 @@ async fn undo<S: Store>(
                 Err(e) => Err(e),
             }
         }
-        Some("Like" | "Dislike" | "Lock" | "Delete") => inbound::undo(state, fed, sender, activity).await,
-        _ => {
-            tracing::info!(actor = %signer.id, "undo of an activity not handled yet; dropped");
-            Ok(())
-        }
+        _ => inbound::undo(state, fed, sender, activity).await,
     }
 }
 

@@ -92,20 +92,22 @@ pub async fn act<S: Store>(
 
 /// `Undo` of the sender's own `Like` or `Dislike` (given inline): the
 /// vote withdrawn; of its `Lock`: the topic unlocked; of its `Delete`:
-/// a removal undone (`restore`). The Undo is announced when taken.
+/// a removal undone (`restore`). The Undo is announced when taken; the
+/// Undo of anything else is dropped, logged (a `Follow`'s is the inbox's).
 pub async fn undo<S: Store>(state: &AppState<S>, fed: &Federation, sender: &Sender<'_>, undo: &Value) -> AppResult<()> {
     let undone = undo.get("object").ok_or_else(|| bad("the Undo has no object"))?;
+    let kind = undone.get("type").and_then(Value::as_str);
+    if !matches!(kind, Some("Like" | "Dislike" | "Lock" | "Delete")) {
+        tracing::info!(?kind, actor = %sender.actor.id, "undo of an activity not handled; dropped");
+        return Ok(());
+    }
     if id_of(undone.get("actor")) != Some(sender.actor.id.as_str()) {
         return Err(bad("an Undo may undo only its actor's own activity"));
     }
-    let taken = match undone.get("type").and_then(Value::as_str) {
-        Some("Like" | "Dislike") => vote(state, fed, sender, undone, 0).await?,
+    let taken = match kind {
         Some("Lock") => lock(state, fed, sender, undone, false).await?,
         Some("Delete") => restore(state, fed, sender, undone).await?,
-        other => {
-            tracing::info!(kind = ?other, actor = %sender.actor.id, "undo of an activity not handled; dropped");
-            None
-        }
+        _ => vote(state, fed, sender, undone, 0).await?,
     };
     if let Some(place) = taken.filter(|c| !c.is_remote()) {
         outbound::forward(state, fed, &place, undo, sender.actor).await?;
@@ -225,7 +227,8 @@ fn addressed(state_base: &str, activity: &Value, object: &Value, inbox: Option<&
 }
 
 /// A topic made of a remote `Page` (or a `Note` replying to nothing),
-/// titled by `title`, in the local community it is addressed to (or the
+/// titled by `title`, with `text` (`content::markdown_of`) its body, in
+/// the local community it is addressed to (or the
 /// remote one whose Group announced it); `None` (dropped, logged) when
 /// there is none it may post in.
 async fn new_topic<'t, S: Store>(
@@ -235,6 +238,7 @@ async fn new_topic<'t, S: Store>(
     object: &Value,
     id: String,
     title: impl FnOnce() -> AppResult<&'t str>,
+    text: Option<String>,
 ) -> AppResult<Option<AppResult<Place>>> {
     let community = match sender.via {
         Some(via) => Place::from(via),
@@ -253,7 +257,7 @@ async fn new_topic<'t, S: Store>(
     let submission = Submission {
         community: CommunityName::named(&community.name)?,
         title: Title::parse(title()?)?,
-        body: content::markdown_of(object).map(|b| Body::parse(&b)).transpose()?,
+        body: text.map(|b| Body::parse(&b)).transpose()?,
         url: content::link_of(object).map(|u| Link::parse(&u)).transpose()?,
         remote_id: Some(id),
     };
@@ -279,7 +283,10 @@ async fn create<S: Store>(
     let made = match kind {
         "Page" | "Article" => {
             let title = || object.get("name").and_then(Value::as_str).ok_or_else(|| bad("the Page has no name"));
-            let Some(made) = new_topic(state, sender, activity, object, id, title).await? else { return Ok(None) };
+            let text = content::markdown_of(object);
+            let Some(made) = new_topic(state, sender, activity, object, id, title, text).await? else {
+                return Ok(None);
+            };
             made
         }
         // A Note that replies to nothing (a Mastodon post naming the
@@ -288,7 +295,10 @@ async fn create<S: Store>(
             let text = content::markdown_of(object).ok_or_else(|| bad("the Note has no content"))?;
             let first_line = content::title_of_note(&text);
             let title = || first_line.as_deref().ok_or_else(|| bad("the Note has no text to title a topic with"));
-            let Some(made) = new_topic(state, sender, activity, object, id, title).await? else { return Ok(None) };
+            let text = Some(text);
+            let Some(made) = new_topic(state, sender, activity, object, id, title, text).await? else {
+                return Ok(None);
+            };
             made
         }
         "Note" => {

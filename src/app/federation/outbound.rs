@@ -267,13 +267,15 @@ fn by_person(base: &str, group: &str, by: &Acted, object: String) -> Value {
         json!({"id": activity_id(&actor, &kind.to_ascii_lowercase()), "type": kind, "actor": actor,
                "to": [PUBLIC], "cc": [group], "audience": group, "object": object})
     };
+    let removal = || {
+        let mut delete = make("Delete", json!(object));
+        delete["summary"] = json!(by.reason.clone().unwrap_or_else(|| "Removed by a moderator".into()));
+        delete
+    };
     match by.how {
         How::Deleted => make("Delete", json!(object)),
-        How::Removed | How::Restored => {
-            let mut delete = make("Delete", json!(object));
-            delete["summary"] = json!(by.reason.clone().unwrap_or_else(|| "Removed by a moderator".into()));
-            if by.how == How::Restored { make("Undo", delete) } else { delete }
-        }
+        How::Removed => removal(),
+        How::Restored => make("Undo", removal()),
         How::Locked => make("Lock", json!(object)),
         How::Unlocked => make("Undo", make("Lock", json!(object))),
     }

@@ -16,12 +16,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
-use tokio::io::AsyncWrite;
-use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
 use super::frame::{self, OP_CLOSE};
 use super::proto;
+use super::reactor::Socket;
 use super::subs::Membership;
 use super::{Stream, Upgraded};
 use output::write_now;
@@ -66,7 +65,7 @@ const FRESH: u8 = 8;
 const SHUT: u8 = 16;
 
 pub struct Conn {
-    tcp: TcpStream,
+    tcp: Socket,
     member: Membership,
     extra: Option<Box<Extra>>,
     flags: u8,
@@ -106,18 +105,27 @@ type Step = Result<(), Stop>;
 
 impl Conn {
     /// A connection over the socket hyper handed back, with `leftover`
-    /// bytes it had already read past the handshake.
-    pub fn new(tcp: TcpStream, member: Membership, leftover: &[u8]) -> Conn {
+    /// bytes it had already read past the handshake; run by a driver of
+    /// `live::reactor`, which reports the socket's readiness.
+    pub(super) fn new(tcp: Socket, member: Membership, leftover: &[u8]) -> Conn {
         let sndbuf = member.hub().limits().send_buffer;
         if sndbuf > 0 {
             // Bounds the kernel memory a client that stops reading can hold.
-            let _ = socket2::SockRef::from(&tcp).set_send_buffer_size(sndbuf);
+            let _ = tcp.sock_ref().set_send_buffer_size(sndbuf);
         }
         let mut conn = Conn { tcp, member, extra: None, flags: FRESH };
         if !leftover.is_empty() {
             conn.extra_mut().partial.extend_from_slice(leftover);
         }
         conn
+    }
+
+    pub(super) fn socket(&self) -> &Socket {
+        &self.tcp
+    }
+
+    pub(super) fn socket_mut(&mut self) -> &mut Socket {
+        &mut self.tcp
     }
 
     fn extra_mut(&mut self) -> &mut Extra {
@@ -136,7 +144,7 @@ impl Conn {
         self.read(cx)?;
         self.poll_auth(cx)?;
         self.events(cx)?;
-        self.flush(cx)
+        self.flush()
     }
 
     /// On each heartbeat: close when the last ping went unanswered, ping
@@ -182,7 +190,7 @@ impl Conn {
         let close = frame::frame(OP_CLOSE, &payload[..n], None);
         if self.extra.as_ref().is_some_and(|e| !e.out.is_empty()) {
             let _ = self.enqueue(close, true);
-        } else if let Ok(w) = write_now(&self.tcp, &close)
+        } else if let Ok(w) = write_now(&mut self.tcp, &close)
             && w < close.len()
         {
             let _ = self.enqueue(close.slice(w..), true);
@@ -195,19 +203,17 @@ impl Conn {
         if self.member.poll_beat(cx) {
             return Err(Stop::Hangup);
         }
-        self.flush(cx)?;
-        if self.extra.as_ref().is_some_and(|e| !e.out.is_empty()) {
+        self.flush()?;
+        if self.extra.as_ref().is_some_and(|e| !e.out.is_empty()) || self.tcp.pending() {
             return Ok(());
         }
         if self.flags & SHUT == 0 {
             self.flags |= SHUT;
-            let _ = Pin::new(&mut self.tcp).poll_shutdown(cx);
+            self.tcp.shutdown_write();
         }
         for _ in 0..READS_PER_POLL {
-            match self.tcp.poll_read_ready(cx) {
-                Poll::Pending => return Ok(()),
-                Poll::Ready(Err(_)) => return Err(Stop::Hangup),
-                Poll::Ready(Ok(())) => {}
+            if !self.tcp.readable() {
+                return Ok(());
             }
             let mut buf = [0u8; READ_CHUNK];
             match self.tcp.try_read(&mut buf) {
@@ -228,19 +234,17 @@ impl Conn {
     }
 }
 
-/// A WebSocket's whole life after the 101, as one task: wait for the
-/// connection (`net::idle`) to hand the stream over once hyper has sent
-/// the 101, then run it. Written by hand because an `async fn` keeps the
-/// waiting state's fields beside the connection's, which would push the
-/// task into a bigger allocation.
-pub enum Upgrade {
-    HandedOff(oneshot::Receiver<Upgraded>, Option<Membership>),
-    Running(Conn),
-    Done,
+/// A WebSocket between its 101 and its driver: waits for the connection
+/// (`net::idle`) to hand the stream over once hyper has sent the 101, then
+/// gives it to one of the hub's drivers (`live::reactor`), over TLS with its
+/// keys. Written by hand to keep this short-lived task small.
+pub struct Upgrade {
+    socket: oneshot::Receiver<Upgraded>,
+    member: Option<Membership>,
 }
 
 pub fn handed_off(socket: oneshot::Receiver<Upgraded>, member: Membership) -> Upgrade {
-    Upgrade::HandedOff(socket, Some(member))
+    Upgrade { socket, member: Some(member) }
 }
 
 impl Future for Upgrade {
@@ -248,22 +252,18 @@ impl Future for Upgrade {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
-        if let Upgrade::HandedOff(socket, member) = this {
-            *this = match (ready!(Pin::new(socket).poll(cx)), member.take()) {
-                (Ok((Stream::Tcp(tcp), leftover)), Some(member)) => Upgrade::Running(Conn::new(tcp, member, &leftover)),
-                (Ok((Stream::Tls(tls), leftover)), Some(member)) => {
-                    // Over TLS: relay through a loopback pair (`tls_bridge`).
-                    tokio::spawn(super::tls_bridge::run(*tls, leftover, member));
-                    Upgrade::Done
-                }
-                // The connection closed before the 101 went out.
-                _ => Upgrade::Done,
-            };
+        match (ready!(Pin::new(&mut this.socket).poll(cx)), this.member.take()) {
+            (Ok((Stream::Tcp(tcp), leftover)), Some(member)) => member.hub().clone().adopt(tcp, None, member, leftover),
+            // Over TLS: the records from here on are sealed and opened
+            // here (`live::tls13`), and rustls's state is freed.
+            (Ok((Stream::Tls(tls), leftover)), Some(member)) => match super::tls13::take_over(*tls, leftover) {
+                Ok((tcp, records, leftover)) => member.hub().clone().adopt(tcp, Some(records), member, leftover),
+                Err(e) => tracing::debug!("live: a TLS WebSocket could not be taken over from rustls: {e}"),
+            },
+            // The connection closed before the 101 went out.
+            _ => {}
         }
-        match this {
-            Upgrade::Running(conn) => Pin::new(conn).poll(cx),
-            _ => Poll::Ready(()),
-        }
+        Poll::Ready(())
     }
 }
 
@@ -302,22 +302,18 @@ impl Drop for Conn {
 mod tests {
     use super::*;
 
-    /// The task's future plus tokio's task header and trailer (104 bytes)
-    /// is allocated 128-aligned: 152 bytes or fewer keeps the task at 256.
-    const TASK_BUDGET: usize = 152;
+    /// A connection lives in its driver's slab beside an 8-byte waker
+    /// pointer; this keeps an idle subscriber within ~400 bytes in all
+    /// (docs/LIVE.md, "Footprint").
+    const CONN_BUDGET: usize = 128;
 
     #[tokio::test]
-    async fn the_connection_task_is_small() {
+    async fn the_connection_is_small_and_a_failed_upgrade_frees_its_slot() {
+        assert!(std::mem::size_of::<Conn>() <= CONN_BUDGET, "Conn is {} bytes", std::mem::size_of::<Conn>());
         let hub = crate::live::Hub::new(&crate::live::LiveConfig::default(), None);
         let member = Membership::join(&hub, std::net::Ipv4Addr::LOCALHOST.into()).expect("join");
         let (socket, rx) = oneshot::channel();
         let task = handed_off(rx, member);
-        assert!(
-            std::mem::size_of_val(&task) <= TASK_BUDGET,
-            "the task's future is {} bytes",
-            std::mem::size_of_val(&task)
-        );
-        assert!(std::mem::size_of::<Conn>() <= TASK_BUDGET, "Conn is {} bytes", std::mem::size_of::<Conn>());
         drop(socket);
         task.await;
         assert_eq!(hub.sockets(), 0, "a failed upgrade frees the slot");

@@ -25,6 +25,9 @@ use super::beat::{BUCKETS, Clock};
 
 use super::LiveConfig;
 use super::origin::Origins;
+use super::reactor::Reactors;
+use super::subs::Membership;
+use super::tls13::Records;
 
 /// Most often a `score` event goes out for one post or topic.
 pub const SCORE_EVERY: Duration = Duration::from_secs(1);
@@ -123,6 +126,8 @@ struct Inner {
     ticking: AtomicBool,
     scores: Mutex<HashMap<(bool, i64), ScoreSlot>>,
     resolver: Option<Resolver>,
+    /// Where the WebSockets run, started on the first one.
+    reactors: Reactors,
 }
 
 /// When an item's score last went out, and the newest total held back.
@@ -148,6 +153,7 @@ impl Hub {
             ticking: AtomicBool::new(false),
             scores: Mutex::new(HashMap::new()),
             resolver,
+            reactors: Reactors::default(),
         }))
     }
 
@@ -242,6 +248,18 @@ impl Hub {
         let Some(tx) = lock(&self.0.channels).get(key).cloned() else { return };
         let Some(frame) = build() else { return };
         let _ = tx.send(frame);
+    }
+
+    /// Runs `member`'s WebSocket over `tcp` (with `tls`'s records for
+    /// `wss`) from here on; `leftover` is the plaintext read past the
+    /// handshake.
+    pub fn adopt(&self, tcp: tokio::net::TcpStream, tls: Option<Box<Records>>, member: Membership, leftover: Bytes) {
+        self.0.reactors.adopt(tcp, tls, member, leftover);
+    }
+
+    /// WebSocket drivers running (none before the first WebSocket).
+    pub fn drivers(&self) -> usize {
+        self.0.reactors.drivers()
     }
 
     /// Books `n` bytes of queued output against the server-wide cap.

@@ -75,6 +75,11 @@ pub struct WsBenchArgs {
     #[arg(long)]
     pub per_process: Option<usize>,
 
+    /// For an `https://` --url: PEM certificates its chain must lead to
+    /// (the server's own, when self-signed); the subscribers use `wss://`.
+    #[arg(long)]
+    pub tls_ca: Option<PathBuf>,
+
     /// Internal: makes this process a worker (index,connections,topic).
     #[arg(long, hide = true, env = "PITH_WS_WORKER")]
     pub worker: Option<String>,
@@ -148,7 +153,7 @@ impl Worker {
 }
 
 async fn coordinate(args: WsBenchArgs) -> anyhow::Result<()> {
-    let target = Target::parse(&args.url)?;
+    let target = Target::parse(&args.url, args.tls_ca.as_deref())?;
     let nofile = raise_nofile();
     let token = match args.token.clone() {
         Some(t) => t,

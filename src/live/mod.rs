@@ -6,13 +6,18 @@
 //! - `beat`: the heartbeat clock (buckets of wakers, no timer per socket).
 //! - `events`: the JSON events, each serialised once into a shared frame.
 //! - `frame`: the RFC 6455 subset a server needs, by hand.
-//! - `conn`: one WebSocket connection as one small hand-written future
-//!   (`conn::input` reads and parses, `conn::output` writes and queues).
+//! - `conn`: one WebSocket connection as one small hand-written state
+//!   machine (`conn::input` reads and parses, `conn::output` writes and
+//!   queues).
+//! - `reactor`: the few driver tasks the connections run on, each with an
+//!   epoll set and a slab of connections (no task or tokio registration
+//!   per socket).
 //! - `subs`: a connection's subscriptions and its slot in the limits.
 //! - `proto`: what clients may send.
 //! - `origin`: which browser pages may open a user's inbox.
 //! - `sse`: the same events as Server-Sent Events.
-//! - `tls_bridge`: WebSockets over TLS, relayed to a loopback pair.
+//! - `tls13`: a `wss` socket's TLS 1.3 records after its handshake, sealed
+//!   and opened with the keys rustls hands over.
 //! - `loadgen`: `pith bench ws`, the load generator for all of this.
 //! - `settings`: `--live-*`, the limits above; `stream`: what an upgraded
 //!   connection runs on (TCP, or TLS over it).
@@ -27,11 +32,12 @@ pub mod hub;
 pub mod loadgen;
 pub mod origin;
 pub mod proto;
+pub mod reactor;
 pub mod settings;
 pub mod sse;
 pub mod stream;
 pub mod subs;
-pub mod tls_bridge;
+pub mod tls13;
 
 pub use conn::Conn;
 pub use hub::{Hub, Key, Limits, Refused, Resolver};

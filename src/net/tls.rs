@@ -51,6 +51,8 @@ impl Tls {
             .with_no_client_auth()
             .with_cert_resolver(certs.clone());
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        // A `wss` socket's keys leave rustls after its 101 (`live::tls13`).
+        config.enable_secret_extraction = true;
         Ok(Tls { acceptor: TlsAcceptor::from(Arc::new(config)), certs })
     }
 

@@ -98,6 +98,11 @@ impl TlsServer {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Open descriptors of the server process.
+    pub fn fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.child.id())).expect("fd dir").count()
+    }
+
     /// The server's resident memory in bytes.
     pub fn rss(&self) -> u64 {
         crate::support::child::rss_of(self.child.id())
@@ -183,7 +188,7 @@ async fn tls_1_3_serves_http2_by_alpn_and_http1_and_live_websockets() {
     let res = h1_get(h1, "/login").await;
     assert_eq!(res.0, 200);
 
-    // wss: the live socket runs behind the TLS relay.
+    // wss: the live socket runs on the same code as ws (live::tls13).
     let tls = server.connect(&[&cert], b"http/1.1").await;
     let (mut ws, _) = tokio_tungstenite::client_async("wss://localhost/api/v1/live?topics=1", tls)
         .await
@@ -367,4 +372,210 @@ async fn idle_tls_keep_alive_connections_hold_no_hyper_buffers() {
         tls.flush().await.expect("flush");
         assert_eq!(responses(tls, 1).await[0].0, "HTTP/1.1 200 OK");
     }
+}
+
+/// An admin's token (made before the server starts) and a topic made over
+/// HTTPS by it, for the `wss` tests.
+async fn admin_and_topic(dir: &Path) -> String {
+    let out = pith()
+        .args(["user", "add", "admin", "--admin", "--data-dir"])
+        .arg(dir.join("data"))
+        .output()
+        .expect("pith user add");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().last().expect("token").trim().to_owned()
+}
+
+/// One JSON POST over its own HTTPS connection; returns status line and body.
+async fn h1_post(server: &TlsServer, cert: &Cert, path: &str, token: &str, body: &str) -> (String, String) {
+    use tokio::io::AsyncWriteExt;
+    let mut tls = server.connect(&[cert], b"http/1.1").await;
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer {token}\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    tls.write_all(req.as_bytes()).await.expect("write");
+    tls.flush().await.expect("flush");
+    responses(&mut tls, 1).await.remove(0)
+}
+
+async fn make_topic(server: &TlsServer, cert: &Cert, token: &str) -> i64 {
+    let (status, _) = h1_post(server, cert, "/api/v1/communities", token, r#"{"name":"wss","title":"wss"}"#).await;
+    assert!(status.contains("201"), "{status}");
+    let (status, body) =
+        h1_post(server, cert, "/api/v1/communities/wss/topics", token, r#"{"title":"live","body":"first"}"#).await;
+    assert!(status.contains("201"), "{status}: {body}");
+    serde_json::from_str::<serde_json::Value>(&body).expect("json")["id"].as_i64().expect("topic id")
+}
+
+/// The next text message of `ws` whose JSON `type` is `kind`.
+async fn next_of<S>(ws: &mut tokio_tungstenite::WebSocketStream<S>, kind: &str) -> serde_json::Value
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Message::Text(t) = ws.next().await.expect("a message").expect("frame") {
+                let v: serde_json::Value = serde_json::from_str(&t).expect("json");
+                if v["type"] == kind {
+                    return v;
+                }
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {kind} message in time"))
+}
+
+/// `wss` sockets run in the server's process on one descriptor each, with
+/// every TLS 1.3 cipher suite: the greeting, answers to messages (one of
+/// them larger than a TLS record), events, and a close answered with a
+/// close and the socket's end; held idle, they cost little memory, and an
+/// event reaches every one.
+#[tokio::test]
+async fn wss_sockets_run_in_process_on_one_descriptor_with_each_cipher_suite() {
+    use tokio_rustls::rustls::crypto::ring::cipher_suite;
+    const IDLE: usize = 300;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert = Cert::new();
+    cert.write(dir.path());
+    let token = admin_and_topic(dir.path()).await;
+    let server = TlsServer::start_with(
+        dir.path(),
+        &[&cert],
+        &["--live-max-sockets-per-ip", "10000", "--live-max-message-bytes", "65536"],
+    )
+    .await;
+    let topic = make_topic(&server, &cert, &token).await;
+    let url = format!("wss://localhost/api/v1/live?topics={topic}");
+
+    for suite in [
+        cipher_suite::TLS13_AES_128_GCM_SHA256,
+        cipher_suite::TLS13_AES_256_GCM_SHA384,
+        cipher_suite::TLS13_CHACHA20_POLY1305_SHA256,
+    ] {
+        let mut provider = tokio_rustls::rustls::crypto::ring::default_provider();
+        provider.cipher_suites = vec![suite];
+        let mut roots = RootCertStore::empty();
+        roots.add(cert.der.clone()).expect("root");
+        let mut config = ClientConfig::builder_with_provider(Arc::new(provider))
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let tls = tls_connect(server.port, Arc::new(config)).await.expect("handshake");
+        assert_eq!(tls.get_ref().1.negotiated_cipher_suite().map(|s| s.suite()), Some(suite.suite()));
+        let (mut ws, _) = tokio_tungstenite::client_async(url.as_str(), tls).await.expect("WebSocket over TLS");
+        let hello = next_of(&mut ws, "subscribed").await;
+        assert_eq!(hello["topics"], serde_json::json!([topic]), "{hello}");
+        ws.send(Message::text(r#"{"op": "ping"}"#)).await.expect("send");
+        next_of(&mut ws, "pong").await;
+        // Larger than one TLS record (16 KB), inside the message limit set above.
+        let big = format!(r#"{{"op": "ping", "pad": "{}"}}"#, "x".repeat(40_000));
+        ws.send(Message::text(big)).await.expect("send big");
+        let err = next_of(&mut ws, "error").await;
+        assert_eq!(err["error"]["code"], "invalid_message", "{err}");
+        assert!(err["error"]["message"].as_str().is_some_and(|m| m.contains("`pad`")), "{err}");
+        let body = format!(r#"{{"body": "over {suite:?}"}}"#);
+        let (status, _) = h1_post(&server, &cert, &format!("/api/v1/topics/{topic}/posts"), &token, &body).await;
+        assert!(status.contains("201"), "{status}");
+        let event = next_of(&mut ws, "post").await;
+        assert_eq!(event["post"]["body"], format!("over {suite:?}"), "{event}");
+        ws.close(None).await.expect("close");
+        let ended = tokio::time::timeout(Duration::from_secs(10), async {
+            while let Some(m) = ws.next().await {
+                if m.is_err() {
+                    break;
+                }
+            }
+        })
+        .await;
+        assert!(ended.is_ok(), "the server ends the socket after the close");
+    }
+
+    // Held idle: one descriptor each (no relay), and little memory.
+    let config = client_config(&[&cert], b"http/1.1");
+    let open = || {
+        let (port, config, url) = (server.port, config.clone(), url.clone());
+        async move {
+            let tls = tls_connect(port, config).await.expect("handshake");
+            let (mut ws, _) = tokio_tungstenite::client_async(url.as_str(), tls).await.expect("upgrade");
+            next_of(&mut ws, "subscribed").await;
+            ws
+        }
+    };
+    for _ in 0..20 {
+        drop(open().await);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (fds, rss) = (server.fds(), server.rss());
+    let mut held = Vec::with_capacity(IDLE);
+    for _ in 0..IDLE / 50 {
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..50 {
+            set.spawn(open());
+        }
+        while let Some(ws) = set.join_next().await {
+            held.push(ws.expect("join"));
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (fds_after, rss_after) = (server.fds(), server.rss());
+    let per_socket = rss_after.saturating_sub(rss) / IDLE as u64;
+    eprintln!("{IDLE} idle wss sockets: {} descriptors, {per_socket} bytes of RSS each", fds_after - fds);
+    assert!(fds_after - fds <= IDLE + 8, "{} descriptors for {IDLE} wss sockets", fds_after - fds);
+    // The benchmark has the figure (docs/BENCHMARKS.md); this catches
+    // rustls's buffers (~10 KB each) coming back.
+    assert!(per_socket < 6_000, "{per_socket} bytes per idle wss socket");
+    let (status, _) =
+        h1_post(&server, &cert, &format!("/api/v1/topics/{topic}/posts"), &token, r#"{"body": "to all"}"#).await;
+    assert!(status.contains("201"), "{status}");
+    for ws in held.iter_mut() {
+        assert_eq!(next_of(ws, "post").await["post"]["body"], "to all");
+    }
+}
+
+/// A `wss` client on OpenSSL (Python's ssl module): Pith's record code
+/// against a TLS implementation it did not write.
+#[tokio::test]
+async fn a_wss_client_on_openssl_is_greeted_answered_sent_events_and_closed_cleanly() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert = Cert::new();
+    cert.write(dir.path());
+    let token = admin_and_topic(dir.path()).await;
+    let server = TlsServer::start(dir.path(), &[&cert]).await;
+    let topic = make_topic(&server, &cert, &token).await;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/support/wss_openssl.py");
+    let mut child = tokio::process::Command::new("python3")
+        .arg(script)
+        .arg(server.port.to_string())
+        .arg(dir.path().join("cert.pem"))
+        .arg(topic.to_string())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python3");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("a line in time")
+            .expect("read")
+            .unwrap_or_else(|| panic!("the client ended early:\n{}", server.log_text()))
+    };
+    assert!(next().await.starts_with("cipher TLS_"), "TLS 1.3");
+    assert_eq!(next().await, "greeted");
+    assert_eq!(next().await, "pong");
+    assert_eq!(next().await, "ready");
+    let (status, _) =
+        h1_post(&server, &cert, &format!("/api/v1/topics/{topic}/posts"), &token, r#"{"body": "to openssl"}"#).await;
+    assert!(status.contains("201"), "{status}");
+    let event = next().await;
+    assert!(event.starts_with("event ") && event.contains("to openssl"), "{event}");
+    assert_eq!(next().await, "closed 1000");
+    assert_eq!(next().await, "eof", "close_notify, then the end");
+    assert!(child.wait().await.expect("wait").success());
 }

@@ -24,10 +24,8 @@ impl Conn {
     /// `READS_PER_POLL` reads so one chatty client cannot hog a worker.
     pub(super) fn read(&mut self, cx: &mut Context<'_>) -> Step {
         for _ in 0..READS_PER_POLL {
-            match self.tcp.poll_read_ready(cx) {
-                Poll::Pending => return Ok(()),
-                Poll::Ready(Err(_)) => return Err(Stop::Hangup),
-                Poll::Ready(Ok(())) => {}
+            if !self.tcp.readable() {
+                return Ok(());
             }
             let mut buf = [0u8; READ_CHUNK];
             match self.tcp.try_read(&mut buf) {

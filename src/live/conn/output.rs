@@ -6,11 +6,11 @@ use std::io::{ErrorKind, IoSlice};
 use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes};
-use tokio::net::TcpStream;
 
 use super::{Conn, EVENTS_PER_POLL, Step, Stop, close};
 use crate::live::events::error_frame;
 use crate::live::frame::MAX_CONTROL;
+use crate::live::reactor::Socket;
 use crate::live::subs::Lagged;
 
 impl Conn {
@@ -39,7 +39,7 @@ impl Conn {
         if self.extra.as_ref().is_some_and(|e| !e.out.is_empty()) {
             return self.enqueue(frame, false);
         }
-        let n = write_now(&self.tcp, &frame)?;
+        let n = write_now(&mut self.tcp, &frame)?;
         if n < frame.len() { self.enqueue(frame.slice(n..), false) } else { Ok(()) }
     }
 
@@ -54,7 +54,7 @@ impl Conn {
         if self.extra.as_ref().is_some_and(|e| !e.out.is_empty()) {
             return self.enqueue(Bytes::copy_from_slice(frame), false);
         }
-        let w = write_now(&self.tcp, frame)?;
+        let w = write_now(&mut self.tcp, frame)?;
         if w < frame.len() { self.enqueue(Bytes::copy_from_slice(&frame[w..]), false) } else { Ok(()) }
     }
 
@@ -78,13 +78,17 @@ impl Conn {
     }
 
     /// Writes queued output while the kernel takes it.
-    pub(super) fn flush(&mut self, cx: &mut Context<'_>) -> Step {
+    pub(super) fn flush(&mut self) -> Step {
+        // Over TLS, the rest of a record the kernel took part of goes first.
+        match self.tcp.flush() {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(_) => return Err(Stop::Hangup),
+        }
         loop {
             let Some(ex) = self.extra.as_mut().filter(|e| !e.out.is_empty()) else { return Ok(()) };
-            match self.tcp.poll_write_ready(cx) {
-                Poll::Pending => return Ok(()),
-                Poll::Ready(Err(_)) => return Err(Stop::Hangup),
-                Poll::Ready(Ok(())) => {}
+            if !self.tcp.writable() {
+                return Ok(());
             }
             let written = {
                 let mut slices = [IoSlice::new(&[]); 16];
@@ -114,7 +118,7 @@ impl Conn {
 }
 
 /// Writes as much of `data` as the kernel takes without blocking.
-pub(super) fn write_now(tcp: &TcpStream, data: &[u8]) -> Result<usize, Stop> {
+pub(super) fn write_now(tcp: &mut Socket, data: &[u8]) -> Result<usize, Stop> {
     let mut done = 0;
     while done < data.len() {
         match tcp.try_write(&data[done..]) {

@@ -17,10 +17,10 @@ use anyhow::{Context, bail};
 use base64::Engine;
 use rand::Rng;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpSocket;
 use tokio::sync::watch;
 
-use super::http::Target;
+use super::http::{Io, Target};
 use super::{WsBenchArgs, monotonic_ns};
 use crate::live::frame::{self, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT};
 
@@ -69,7 +69,7 @@ pub fn run(args: &WsBenchArgs, share: Share) -> anyhow::Result<()> {
 }
 
 async fn work(args: &WsBenchArgs, share: Share) -> anyhow::Result<()> {
-    let target = Target::parse(&args.url)?;
+    let target = Target::parse(&args.url, args.tls_ca.as_deref())?;
     let sources = source_ips(&args.source_ips, target.addr.ip())?;
     let (phase_tx, phase) = watch::channel(Phase::Idle);
     let shared = Arc::new(Shared {
@@ -174,7 +174,7 @@ fn source_ips(spec: &str, target: IpAddr) -> anyhow::Result<Vec<IpAddr>> {
 }
 
 /// Connects, upgrades, and waits for the `subscribed` greeting.
-async fn connect(target: &Target, source: Option<IpAddr>, path: &str) -> anyhow::Result<TcpStream> {
+async fn connect(target: &Target, source: Option<IpAddr>, path: &str) -> anyhow::Result<Box<dyn Io>> {
     let socket = if target.addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
     if let Some(ip) = source {
         // Let connect() pick the port, so ports are unique per
@@ -193,11 +193,12 @@ async fn connect(target: &Target, source: Option<IpAddr>, path: &str) -> anyhow:
         }
         socket.bind(SocketAddr::new(ip, 0)).with_context(|| format!("bind {ip}"))?;
     }
-    let mut tcp = tokio::time::timeout(Duration::from_secs(10), socket.connect(target.addr))
+    let tcp = tokio::time::timeout(Duration::from_secs(10), socket.connect(target.addr))
         .await
         .context("connect timed out")?
         .context("connect")?;
     let _ = tcp.set_nodelay(true);
+    let mut tcp = tokio::time::timeout(Duration::from_secs(20), target.wrap(tcp)).await.context("TLS timed out")??;
     let key = base64::engine::general_purpose::STANDARD.encode(rand::rng().random::<[u8; 16]>());
     let req = format!(
         "GET {path} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
@@ -231,7 +232,7 @@ async fn connect(target: &Target, source: Option<IpAddr>, path: &str) -> anyhow:
 }
 
 /// One subscriber: answers pings, pings on schedule, notes posts.
-async fn client(mut tcp: TcpStream, shared: Arc<Shared>) {
+async fn client(mut tcp: Box<dyn Io>, shared: Arc<Shared>) {
     let mut phase = shared.phase.clone();
     let mut buf = vec![0u8; 2048];
     let mut have = 0;
@@ -285,7 +286,7 @@ fn mask() -> [u8; 4] {
 }
 
 /// Handles the complete server frames in `buf`; returns the bytes used.
-async fn frames(tcp: &mut TcpStream, buf: &[u8], shared: &Shared) -> Result<usize, ()> {
+async fn frames(tcp: &mut Box<dyn Io>, buf: &[u8], shared: &Shared) -> Result<usize, ()> {
     let mut pos = 0;
     while let Ok(Some(head)) = frame::parse_head(&buf[pos..], usize::MAX) {
         if buf.len() - pos < head.frame_len() {

@@ -128,6 +128,13 @@ impl Conn {
         &mut self.tcp
     }
 
+    /// Whether a writable socket is news to this connection: it has
+    /// output waiting, or is closing. Otherwise the driver need not poll
+    /// it when the kernel frees send space (after every ACK).
+    pub(super) fn waits_to_write(&self) -> bool {
+        self.flags & CLOSING != 0 || self.tcp.pending() || self.extra.as_ref().is_some_and(|e| !e.out.is_empty())
+    }
+
     fn extra_mut(&mut self) -> &mut Extra {
         self.extra.get_or_insert_with(Default::default)
     }

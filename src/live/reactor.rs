@@ -298,7 +298,11 @@ impl Driver {
             }
             let ready = &slot.conn.socket().ready;
             ready.set(ready.get() | flags);
-            if !slot.waker.queued.swap(true, Ordering::AcqRel) {
+            // Send space comes back after every ACK: news only to a
+            // connection with output waiting (a fan-out would otherwise
+            // poll every socket twice).
+            let news = flags & READABLE != 0 || slot.conn.waits_to_write();
+            if news && !slot.waker.queued.swap(true, Ordering::AcqRel) {
                 run.push(ev.token().0 as u32);
             }
         }

@@ -19,9 +19,10 @@ use crate::{api, net};
 
 pub fn router<S: Store>(state: AppState<S>, request_timeout: Duration) -> Router {
     let routes = Router::new()
-        // The benchmark's hot route sits outside the nest: a nested router
+        // The benchmark's hot routes sit outside the nest: a nested router
         // rebuilds every request's URI to strip its prefix.
         .merge(api::topics::item_router())
+        .merge(api::posts::create_router())
         .nest("/api/v1", api::router())
         .merge(crate::web::router())
         .route("/healthz", get(|| async { "ok\n" }));

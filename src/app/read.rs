@@ -161,6 +161,13 @@ pub fn rescore<S: Store>(state: &AppState<S>, topic: i64, seq: u64, score: i64) 
 /// post fragments are evicted; a rendering that already holds the post
 /// (rendered after it committed) is kept. When it cannot, the topic is
 /// evicted as after any write.
+///
+/// Only a rendering a reader got since it was made takes the post: one
+/// nobody read is evicted instead, as `evict` leaves it to its next
+/// reader. Patching it would copy and hash the whole topic for nobody at
+/// every post, and under a stream of posts the next post to a topic comes
+/// before its next read (docs/PERFORMANCE.md, "Writes over HTTP"); a
+/// topic read between two posts is patched at each, as before.
 pub fn add_post<S: Store>(state: &AppState<S>, post: &Post) {
     // A new post is neither removed nor deleted; anything else is left to
     // a render, which redacts.
@@ -173,6 +180,9 @@ pub fn add_post<S: Store>(state: &AppState<S>, post: &Post) {
     // once for all the renderings (three orders each) that take it.
     let listed: [std::cell::OnceCell<Option<Vec<u8>>>; 2] = Default::default();
     let patch = |variant: Variant, old: &Rendered| {
+        if !old.was_read() {
+            return Patched::Evicted;
+        }
         let (Some((sort, html)), Some(fill)) = (variant.json_params(), old.fill) else { return Patched::Evicted };
         if !PageLimit::API.holds_one_more(fill, size) {
             return Patched::Evicted;

@@ -403,3 +403,49 @@ async fn new_posts_go_into_the_cached_renderings_where_a_render_puts_them() {
     let Ok(app) = Arc::try_unwrap(app) else { panic!("a task still holds the app") };
     app.stop().await;
 }
+
+/// A post patches only the renderings a reader got since they were made
+/// (`app::read::add_post`): a rendering patched by one post and not read
+/// before the next is evicted by that one, not copied again for nobody,
+/// and its next reader renders it with both posts; a topic read between
+/// two posts is patched at each, answered from the cache.
+#[tokio::test]
+async fn a_post_evicts_the_renderings_nobody_read_since_the_last_post() {
+    let (app, topic, alice) = app_with_a_long_topic().await;
+    let misses = || app.state.cache.misses.get();
+    assert_eq!(get_topic(&app, topic, &[]).await.status, 200);
+    let first = app.reply(topic, &alice, None, "read before: goes into the cached rendering").await;
+    let before = misses();
+    let read = get_topic(&app, topic, &[]).await;
+    assert_eq!(misses(), before, "a read rendering takes the post in place");
+    assert!(
+        String::from_utf8_lossy(&read.bytes).contains(&format!("\"id\":{first},")),
+        "{first} in the patched rendering"
+    );
+
+    let second = app.reply(topic, &alice, None, "patched into a rendering the next post finds unread").await;
+    let third = app.reply(topic, &alice, None, "no read since the last post: evicts").await;
+    let before = misses();
+    let read = get_topic(&app, topic, &[]).await;
+    assert_eq!(misses(), before + 1, "the unread rendering was evicted, so this read renders");
+    let json = read.json();
+    let ids: Vec<i64> = json["posts"].as_array().expect("posts").iter().filter_map(|p| p["id"].as_i64()).collect();
+    for id in [first, second, third] {
+        assert!(ids.contains(&id), "acknowledged post {id} missing from the next read");
+    }
+    assert_eq!(json["topic"]["post_count"], ids.len());
+
+    let fourth = app.reply(topic, &alice, None, "read since it was rendered: patched again").await;
+    let before = misses();
+    let cached = get_topic(&app, topic, &[]).await;
+    assert_eq!(misses(), before, "a read rendering takes the post in place");
+    assert!(String::from_utf8_lossy(&cached.bytes).contains(&format!("\"id\":{fourth},")));
+    app.state.cache.clear();
+    let rendered = get_topic(&app, topic, &[]).await;
+    assert_eq!(
+        String::from_utf8_lossy(&cached.bytes),
+        String::from_utf8_lossy(&rendered.bytes),
+        "the patched rendering is what a render makes"
+    );
+    app.stop().await;
+}

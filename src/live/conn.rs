@@ -132,7 +132,12 @@ impl Conn {
     /// output waiting, or is closing. Otherwise the driver need not poll
     /// it when the kernel frees send space (after every ACK).
     pub(super) fn waits_to_write(&self) -> bool {
-        self.flags & CLOSING != 0 || self.tcp.pending() || self.extra.as_ref().is_some_and(|e| !e.out.is_empty())
+        self.flags & CLOSING != 0 || self.output_waiting()
+    }
+
+    /// Output not sent yet: queued frames, or the tail of a TLS record.
+    fn output_waiting(&self) -> bool {
+        self.tcp.pending() || self.extra.as_ref().is_some_and(|e| !e.out.is_empty())
     }
 
     fn extra_mut(&mut self) -> &mut Extra {
@@ -211,7 +216,7 @@ impl Conn {
             return Err(Stop::Hangup);
         }
         self.flush()?;
-        if self.extra.as_ref().is_some_and(|e| !e.out.is_empty()) || self.tcp.pending() {
+        if self.output_waiting() {
             return Ok(());
         }
         if self.flags & SHUT == 0 {

@@ -136,7 +136,7 @@ struct ScoreSlot {
     held: Option<(i64, i64)>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -255,11 +255,6 @@ impl Hub {
     /// handshake.
     pub fn adopt(&self, tcp: tokio::net::TcpStream, tls: Option<Box<Records>>, member: Membership, leftover: Bytes) {
         self.0.reactors.adopt(tcp, tls, member, leftover);
-    }
-
-    /// WebSocket drivers running (none before the first WebSocket).
-    pub fn drivers(&self) -> usize {
-        self.0.reactors.drivers()
     }
 
     /// Books `n` bytes of queued output against the server-wide cap.

@@ -23,7 +23,7 @@ use std::io::{self, ErrorKind, IoSlice, Read, Write};
 use std::net::Shutdown;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
@@ -34,6 +34,7 @@ use slab::Slab;
 use tokio::io::unix::AsyncFd;
 
 use super::conn::Conn;
+use super::hub::lock;
 use super::subs::Membership;
 use super::tls13::Records;
 
@@ -147,10 +148,6 @@ struct Shared {
     closed: AtomicBool,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// The waker of one slot: puts the slot on its driver's run queue once
 /// until the driver polls it. One small block per connection, reused for
 /// every wake (a clone is a reference count).
@@ -201,11 +198,6 @@ impl Reactors {
         let shared = &drivers[self.next.fetch_add(1, Ordering::Relaxed) % drivers.len()];
         lock(&shared.new).push(New { tcp, tls, member, leftover });
         shared.waker.wake();
-    }
-
-    /// Drivers started (none before the first WebSocket).
-    pub fn drivers(&self) -> usize {
-        self.drivers.get().map_or(0, |d| d.len())
     }
 }
 

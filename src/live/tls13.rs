@@ -125,6 +125,21 @@ pub fn take_over(tls: TlsStream<TcpStream>, leftover: Bytes) -> io::Result<(TcpS
     Ok((tcp, records, Bytes::from(rest)))
 }
 
+/// Sends `buf` until the kernel would block; returns the bytes it took.
+fn send_some(buf: &[u8], send: &mut impl FnMut(&[u8]) -> io::Result<usize>) -> io::Result<usize> {
+    let mut at = 0;
+    while at < buf.len() {
+        match send(&buf[at..]) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => at += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(at)
+}
+
 fn invalid(why: &'static str) -> io::Error {
     io::Error::new(ErrorKind::InvalidData, why)
 }
@@ -137,14 +152,10 @@ impl Records {
 
     /// Sends what is left of the last record; true when nothing is.
     pub fn flush(&mut self, send: &mut impl FnMut(&[u8]) -> io::Result<usize>) -> io::Result<bool> {
-        while !self.out.is_empty() {
-            match send(&self.out) {
-                Ok(0) => return Err(ErrorKind::WriteZero.into()),
-                Ok(n) => drop(self.out.drain(..n)),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+        let sent = send_some(&self.out, send)?;
+        if sent < self.out.len() {
+            self.out.drain(..sent);
+            return Ok(false);
         }
         self.out = Vec::new();
         Ok(true)
@@ -201,17 +212,8 @@ impl Records {
                 .seal_in_place_separate_tag(nonce, Aad::from(header), &mut rec[HEADER..])
                 .map_err(|_| io::Error::other("sealing a record failed"))?;
             rec.extend_from_slice(tag.as_ref());
-            let mut at = 0;
-            while at < rec.len() {
-                match send(&rec[at..]) {
-                    Ok(0) => return Err(ErrorKind::WriteZero.into()),
-                    Ok(n) => at += n,
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            self.out.extend_from_slice(&rec[at..]);
+            let sent = send_some(rec, send)?;
+            self.out.extend_from_slice(&rec[sent..]);
             Ok(taken)
         })
     }
@@ -373,24 +375,19 @@ mod tests {
             .expect("write");
         let last = wire.len() - 1;
         wire[last] ^= 1;
-        let mut feed = Some(wire);
-        let err = client
-            .read(&mut [0u8; 64], &mut |b: &mut [u8]| {
+        // Hands `bytes` over in one read, then would block.
+        let once = |bytes: Vec<u8>| {
+            let mut feed = Some(bytes);
+            move |b: &mut [u8]| {
                 let w = feed.take().ok_or(io::Error::from(ErrorKind::WouldBlock))?;
                 b[..w.len()].copy_from_slice(&w);
                 Ok(w.len())
-            })
-            .expect_err("tampered");
+            }
+        };
+        let err = client.read(&mut [0u8; 64], &mut once(wire)).expect_err("tampered");
         assert_eq!(err.kind(), ErrorKind::InvalidData);
         let (_, mut client) = pair();
-        let mut hs = Some(vec![22u8, 3, 3, 0, 40]);
-        let err = client
-            .read(&mut [0u8; 64], &mut |b: &mut [u8]| {
-                let w = hs.take().ok_or(io::Error::from(ErrorKind::WouldBlock))?;
-                b[..w.len()].copy_from_slice(&w);
-                Ok(w.len())
-            })
-            .expect_err("handshake record");
+        let err = client.read(&mut [0u8; 64], &mut once(vec![22u8, 3, 3, 0, 40])).expect_err("handshake record");
         assert_eq!(err.kind(), ErrorKind::InvalidData);
     }
 }

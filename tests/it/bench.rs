@@ -515,3 +515,19 @@ async fn the_c_design_serves_pith_json_from_a_seeded_pith_db_and_stores_posts_li
         .expect("the FTS trigger indexed the post");
     assert_eq!(Some(found), p["id"].as_i64());
 }
+
+/// `pith bench ws` against an `https://` URL without the certificate to
+/// trust says which flag it needs and exits non-zero, before connecting.
+#[tokio::test]
+async fn bench_ws_over_https_without_a_ca_says_which_flag_it_needs() {
+    let args: Vec<&OsStr> =
+        ["bench", "ws", "--url", "https://127.0.0.1:1", "--token", "x"].iter().map(OsStr::new).collect();
+    let out = run_pith(&args).await;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--tls-ca"), "{stderr}");
+    let args: Vec<&OsStr> = ["bench", "ws", "--url", "ftp://127.0.0.1:1"].iter().map(OsStr::new).collect();
+    let out = run_pith(&args).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("http:// or https://"));
+}

@@ -18,6 +18,7 @@ use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
+use tokio_rustls::rustls::crypto::CryptoProvider;
 use tokio_rustls::rustls::{ClientConfig, ProtocolVersion, RootCertStore};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -131,12 +132,16 @@ pub async fn tls_connect(port: u16, config: Arc<ClientConfig>) -> std::io::Resul
 }
 
 pub fn client_config(trusted: &[&Cert], alpn: &[u8]) -> Arc<ClientConfig> {
+    client_config_with(tokio_rustls::rustls::crypto::ring::default_provider(), trusted, alpn)
+}
+
+/// `client_config` on a provider of the caller's (one cipher suite, say).
+pub fn client_config_with(provider: CryptoProvider, trusted: &[&Cert], alpn: &[u8]) -> Arc<ClientConfig> {
     let mut roots = RootCertStore::empty();
     for cert in trusted {
         roots.add(cert.der.clone()).expect("root");
     }
-    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-    let mut config = ClientConfig::builder_with_provider(provider)
+    let mut config = ClientConfig::builder_with_provider(Arc::new(provider))
         .with_safe_default_protocol_versions()
         .expect("versions")
         .with_root_certificates(roots)
@@ -351,16 +356,7 @@ async fn idle_tls_keep_alive_connections_hold_no_hyper_buffers() {
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let before = server.rss();
-    let mut held = Vec::with_capacity(N);
-    for _ in 0..N / 50 {
-        let mut set = tokio::task::JoinSet::new();
-        for _ in 0..50 {
-            set.spawn(open(&server));
-        }
-        while let Some(tls) = set.join_next().await {
-            held.push(tls.expect("join"));
-        }
-    }
+    let mut held = hold(N, || open(&server)).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = server.rss();
     let per_connection = after.saturating_sub(before) / N as u64;
@@ -374,9 +370,27 @@ async fn idle_tls_keep_alive_connections_hold_no_hyper_buffers() {
     }
 }
 
-/// An admin's token (made before the server starts) and a topic made over
-/// HTTPS by it, for the `wss` tests.
-async fn admin_and_topic(dir: &Path) -> String {
+/// `n` connections made by `open`, 50 at a time.
+async fn hold<T, F>(n: usize, open: impl Fn() -> F) -> Vec<T>
+where
+    T: Send + 'static,
+    F: Future<Output = T> + Send + 'static,
+{
+    let mut held = Vec::with_capacity(n);
+    for _ in 0..n.div_ceil(50) {
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..50.min(n - held.len()) {
+            set.spawn(open());
+        }
+        while let Some(c) = set.join_next().await {
+            held.push(c.expect("join"));
+        }
+    }
+    held
+}
+
+/// An admin's token, made in `dir`'s data before the server starts.
+async fn admin_token(dir: &Path) -> String {
     let out = pith()
         .args(["user", "add", "admin", "--admin", "--data-dir"])
         .arg(dir.join("data"))
@@ -440,7 +454,7 @@ async fn wss_sockets_run_in_process_on_one_descriptor_with_each_cipher_suite() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cert = Cert::new();
     cert.write(dir.path());
-    let token = admin_and_topic(dir.path()).await;
+    let token = admin_token(dir.path()).await;
     let server = TlsServer::start_with(
         dir.path(),
         &[&cert],
@@ -457,15 +471,8 @@ async fn wss_sockets_run_in_process_on_one_descriptor_with_each_cipher_suite() {
     ] {
         let mut provider = tokio_rustls::rustls::crypto::ring::default_provider();
         provider.cipher_suites = vec![suite];
-        let mut roots = RootCertStore::empty();
-        roots.add(cert.der.clone()).expect("root");
-        let mut config = ClientConfig::builder_with_provider(Arc::new(provider))
-            .with_safe_default_protocol_versions()
-            .expect("versions")
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let tls = tls_connect(server.port, Arc::new(config)).await.expect("handshake");
+        let tls =
+            tls_connect(server.port, client_config_with(provider, &[&cert], b"http/1.1")).await.expect("handshake");
         assert_eq!(tls.get_ref().1.negotiated_cipher_suite().map(|s| s.suite()), Some(suite.suite()));
         let (mut ws, _) = tokio_tungstenite::client_async(url.as_str(), tls).await.expect("WebSocket over TLS");
         let hello = next_of(&mut ws, "subscribed").await;
@@ -511,16 +518,7 @@ async fn wss_sockets_run_in_process_on_one_descriptor_with_each_cipher_suite() {
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (fds, rss) = (server.fds(), server.rss());
-    let mut held = Vec::with_capacity(IDLE);
-    for _ in 0..IDLE / 50 {
-        let mut set = tokio::task::JoinSet::new();
-        for _ in 0..50 {
-            set.spawn(open());
-        }
-        while let Some(ws) = set.join_next().await {
-            held.push(ws.expect("join"));
-        }
-    }
+    let mut held = hold(IDLE, open).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (fds_after, rss_after) = (server.fds(), server.rss());
     let per_socket = rss_after.saturating_sub(rss) / IDLE as u64;
@@ -545,7 +543,7 @@ async fn a_wss_client_on_openssl_is_greeted_answered_sent_events_and_closed_clea
     let dir = tempfile::tempdir().expect("tempdir");
     let cert = Cert::new();
     cert.write(dir.path());
-    let token = admin_and_topic(dir.path()).await;
+    let token = admin_token(dir.path()).await;
     let server = TlsServer::start(dir.path(), &[&cert]).await;
     let topic = make_topic(&server, &cert, &token).await;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/support/wss_openssl.py");

@@ -11,7 +11,9 @@
 //! 2. Foundations: `settings` (value parsers every module's settings
 //!    share), `markdown` (user Markdown to sanitized HTML), `logging` (log
 //!    settings, request ids), `memory` (glibc malloc tuning), `machine`
-//!    (the memory, cores and open files the process is given).
+//!    (the memory, cores and open files the process is given), `tls13`
+//!    (TLS 1.3 connections: rustls's handshake, then records sealed and
+//!    opened by hand with the keys rustls hands over).
 //! 3. `model`: domain types, validated input, sorts, `Change` (what a
 //!    committed write did) and `policy` (who may do what, as pure rules).
 //! 4. `store`: the `Store` trait and its SQLite and PostgreSQL backends;
@@ -60,5 +62,6 @@ pub mod serve;
 pub mod server;
 pub mod settings;
 pub mod store;
+pub mod tls13;
 pub mod users;
 pub mod web;

@@ -3,7 +3,7 @@
 //!
 //! The WebSocket handshake is answered here by hand. Once the 101 is sent,
 //! `net::idle` gives the connection's stream to `live::Conn` (the raw
-//! `TcpStream`; over TLS, with its keys, `live::tls13`), so no HTTP, TLS or
+//! `TcpStream`; over TLS, with its keys, `crate::tls13`), so no HTTP, TLS or
 //! WebSocket-library buffers outlive the handshake.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

@@ -266,12 +266,9 @@ impl Future for Upgrade {
         let this = &mut *self;
         match (ready!(Pin::new(&mut this.socket).poll(cx)), this.member.take()) {
             (Ok((Stream::Tcp(tcp), leftover)), Some(member)) => member.hub().clone().adopt(tcp, None, member, leftover),
-            // Over TLS: the records from here on are sealed and opened
-            // here (`live::tls13`), and rustls's state is freed.
-            (Ok((Stream::Tls(tls), leftover)), Some(member)) => match super::tls13::take_over(*tls, leftover) {
-                Ok((tcp, records, leftover)) => member.hub().clone().adopt(tcp, Some(records), member, leftover),
-                Err(e) => tracing::debug!("live: a TLS WebSocket could not be taken over from rustls: {e}"),
-            },
+            (Ok((Stream::Tls(tcp, records), leftover)), Some(member)) => {
+                member.hub().clone().adopt(tcp, Some(records), member, leftover)
+            }
             // The connection closed before the 101 went out.
             _ => {}
         }

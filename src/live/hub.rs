@@ -27,7 +27,7 @@ use super::LiveConfig;
 use super::origin::Origins;
 use super::reactor::Reactors;
 use super::subs::Membership;
-use super::tls13::Records;
+use crate::tls13::Records;
 
 /// Most often a `score` event goes out for one post or topic.
 pub const SCORE_EVERY: Duration = Duration::from_secs(1);

@@ -16,8 +16,6 @@
 //! - `proto`: what clients may send.
 //! - `origin`: which browser pages may open a user's inbox.
 //! - `sse`: the same events as Server-Sent Events.
-//! - `tls13`: a `wss` socket's TLS 1.3 records after its handshake, sealed
-//!   and opened with the keys rustls hands over.
 //! - `loadgen`: `pith bench ws`, the load generator for all of this.
 //! - `settings`: `--live-*`, the limits above; `stream`: what an upgraded
 //!   connection runs on (TCP, or TLS over it).
@@ -37,7 +35,6 @@ pub mod settings;
 pub mod sse;
 pub mod stream;
 pub mod subs;
-pub mod tls13;
 
 pub use conn::Conn;
 pub use hub::{Hub, Key, Limits, Refused, Resolver};

@@ -36,7 +36,7 @@ use tokio::io::unix::AsyncFd;
 use super::conn::Conn;
 use super::hub::lock;
 use super::subs::Membership;
-use super::tls13::Records;
+use crate::tls13::Records;
 
 /// Connections polled per turn of a driver before it yields to the
 /// runtime's other tasks (HTTP requests share these workers).
@@ -48,7 +48,7 @@ const READABLE: u8 = 1;
 const WRITABLE: u8 = 2;
 
 /// A connection's socket, with the readiness its driver's epoll set last
-/// reported, and over `wss` its TLS records (`live::tls13`).
+/// reported, and over `wss` its TLS records (`crate::tls13`).
 /// Edge-triggered: a flag is set by an event and cleared only by a read or
 /// write that would block, so nothing is missed between them.
 pub struct Socket {

@@ -5,7 +5,8 @@
 
 use bytes::Bytes;
 use tokio::net::TcpStream;
-use tokio_rustls::server::TlsStream;
+
+use crate::tls13::Records;
 
 /// An upgraded connection and the bytes hyper read past the handshake.
 pub type Upgraded = (Stream, Bytes);
@@ -13,5 +14,7 @@ pub type Upgraded = (Stream, Bytes);
 /// What an upgraded connection runs on.
 pub enum Stream {
     Tcp(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    /// The socket and its TLS records (`crate::tls13`), with any plaintext
+    /// they hold that hyper did not read.
+    Tls(TcpStream, Box<Records>),
 }

@@ -16,10 +16,10 @@
 //!   bytes of a next request hyper had read, and the connection parks.
 //!
 //! TLS connections park the same way, and answer cached reads while
-//! parked through rustls (`fast_tls`); rustls's state stays with them (its
-//! keys and a 4 KB read buffer it does not free), so a parked TLS
-//! connection costs several times a cleartext one. ALPN `h2` goes to
-//! hyper's HTTP/2.
+//! parked through their record layer (`fast_tls`); after the handshake
+//! rustls is gone and a parked TLS connection holds its socket, this task
+//! and its two keys (`crate::tls13`). ALPN `h2` goes to hyper's HTTP/2,
+//! over the same records.
 //!
 //! What hyper decides to close (`connection: close`, errors, its header
 //! timeout) it closes as before. A parked connection waits at most the
@@ -46,14 +46,14 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, watch};
-use tokio_rustls::rustls::ServerConnection;
-use tokio_rustls::server::TlsStream;
 
 use super::fast;
 use super::fast_tls;
 use super::hot::Answer;
 use super::server::Front;
+use super::tls_stream::TlsStream;
 use crate::live::{Stream, Upgraded};
+use crate::tls13::Records;
 
 /// What a connection's service, its socket and its driver share: enough
 /// to tell when hyper is idle without looking inside it.
@@ -81,16 +81,19 @@ pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {
     /// has failed). Asked only after a read returned `Pending`, when
     /// nothing readable is buffered above the socket.
     fn poll_socket_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
-    fn into_stream(self) -> Stream;
+    /// The connection for a live WebSocket after its 101, with `leftover`
+    /// (what hyper read past the request) to be read first; `None` if the
+    /// connection cannot go on.
+    fn into_upgraded(self, leftover: Bytes) -> Option<Upgraded>;
     /// What the fast path reads and writes while the connection is parked.
     fn parked(&mut self) -> Parked<'_>;
 }
 
 /// A parked connection as the fast path drives it: the socket, and for
-/// TLS the rustls state tokio-rustls wraps.
+/// TLS its records.
 pub enum Parked<'a> {
     Plain(&'a TcpStream),
-    Tls(&'a TcpStream, &'a mut ServerConnection),
+    Tls(&'a TcpStream, &'a mut Records),
 }
 
 impl Parked<'_> {
@@ -118,8 +121,8 @@ impl Transport for TcpStream {
         self.poll_read_ready(cx)
     }
 
-    fn into_stream(self) -> Stream {
-        Stream::Tcp(self)
+    fn into_upgraded(self, leftover: Bytes) -> Option<Upgraded> {
+        Some((Stream::Tcp(self), leftover))
     }
 
     fn parked(&mut self) -> Parked<'_> {
@@ -127,26 +130,22 @@ impl Transport for TcpStream {
     }
 }
 
-/// Boxed: the rustls state is over a kilobyte, and a future holds each
-/// value it moves through its own layers at several places; boxed, the
-/// connection's task holds a pointer instead (heaptrack: the TLS task was
-/// ~7.3 KB of the 16 KB a parked TLS connection cost).
-impl Transport for Box<TlsStream<TcpStream>> {
+impl Transport for TlsStream {
     const BUFFERS_WRITES: bool = true;
 
     fn poll_socket_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // tokio-rustls returns `Pending` only once rustls holds no
-        // plaintext and the socket would block, so the socket's readiness
-        // is the stream's.
-        self.get_ref().0.poll_read_ready(cx)
+        // A read returns `Pending` only once the records hold no plaintext
+        // and the socket would block, so the socket's readiness is the
+        // stream's.
+        self.socket().poll_read_ready(cx)
     }
 
-    fn into_stream(self) -> Stream {
-        Stream::Tls(self)
+    fn into_upgraded(self, leftover: Bytes) -> Option<Upgraded> {
+        TlsStream::into_upgraded(self, leftover)
     }
 
     fn parked(&mut self) -> Parked<'_> {
-        let (tcp, tls) = self.get_mut();
+        let (tcp, tls) = self.parts();
         Parked::Tls(tcp, tls)
     }
 }
@@ -341,13 +340,8 @@ pub async fn serve(tcp: TcpStream, front: Front, settings: Arc<Settings>, mut st
 
 /// `serve` for a TLS connection after its handshake: HTTP/2 when ALPN
 /// chose it, else HTTP/1 parked between requests.
-pub async fn serve_tls(
-    tls: Box<TlsStream<TcpStream>>,
-    front: Front,
-    settings: Arc<Settings>,
-    stop: watch::Receiver<()>,
-) {
-    if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+pub async fn serve_tls(tls: TlsStream, h2: bool, front: Front, settings: Arc<Settings>, stop: watch::Receiver<()>) {
+    if h2 {
         return Box::pin(serve_h2(tls, Bytes::new(), front, settings, stop)).await;
     }
     serve_h1(tls, Bytes::new(), front, settings, stop).await
@@ -374,9 +368,9 @@ async fn serve_h1<T: Transport>(
             Ended::Closed => return,
             Ended::Upgraded => {
                 let (parts, tx) = (conn.into_parts(), activity.upgrade_waiter());
-                if let Some(tx) = tx {
-                    let stream = parts.io.io.into_inner().into_stream();
-                    let _ = tx.send((stream, join(parts.read_buf, parts.io.unread)));
+                let leftover = join(parts.read_buf, parts.io.unread);
+                if let Some((tx, upgraded)) = tx.zip(parts.io.io.into_inner().into_upgraded(leftover)) {
+                    let _ = tx.send(upgraded);
                 }
                 return;
             }

@@ -32,6 +32,7 @@ use tokio::sync::{Semaphore, watch};
 
 use super::hot::Answer;
 use super::idle::{self, Activity, Busy, Tracked};
+use super::tls_stream::TlsStream;
 
 /// Limits applied to every HTTP connection.
 #[derive(Debug, Clone)]
@@ -128,8 +129,12 @@ pub async fn serve(
             // slot for longer than one that never sends its headers.
             // Boxed, both: the handshake's state is freed once it is done,
             // and the parked connection's task stays small (`idle::serve_tls`).
-            match Box::pin(tokio::time::timeout(handshake_timeout, tls.acceptor.accept(tcp))).await {
-                Ok(Ok(stream)) => idle::serve_tls(Box::new(stream), front, settings, stopping).await,
+            let accepted =
+                Box::pin(tokio::time::timeout(handshake_timeout, crate::tls13::accept(&tcp, tls.config))).await;
+            match accepted {
+                Ok(Ok(crate::tls13::Accepted { records, h2 })) => {
+                    idle::serve_tls(TlsStream::new(tcp, records), h2, front, settings, stopping).await
+                }
                 Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
             }

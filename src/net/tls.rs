@@ -1,4 +1,5 @@
-//! TLS 1.3 termination with rustls (ring provider): the certificate and key
+//! TLS 1.3 termination with rustls (ring provider), whose handshake
+//! `crate::tls13` runs: the certificate and key
 //! from PEM files, ALPN `h2` and `http/1.1`, and a certificate resolver that
 //! is swapped atomically on SIGHUP. A reload only affects new handshakes, so
 //! open connections keep going; a bad new certificate or key is logged and
@@ -11,7 +12,6 @@ use std::sync::{Arc, RwLock};
 use anyhow::Context;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::crypto::CryptoProvider;
 use tokio_rustls::rustls::server::{ClientHello, ResolvesServerCert};
 use tokio_rustls::rustls::sign::CertifiedKey;
@@ -26,10 +26,11 @@ pub struct TlsFiles {
     pub key: PathBuf,
 }
 
-/// What the accept loop needs to terminate TLS; cheap to clone.
+/// What the accept loop needs to terminate TLS (`crate::tls13::accept`);
+/// cheap to clone.
 #[derive(Clone)]
 pub struct Tls {
-    pub acceptor: TlsAcceptor,
+    pub config: Arc<ServerConfig>,
     pub certs: Arc<ReloadableCert>,
 }
 
@@ -51,9 +52,10 @@ impl Tls {
             .with_no_client_auth()
             .with_cert_resolver(certs.clone());
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        // A `wss` socket's keys leave rustls after its 101 (`live::tls13`).
+        // Every connection's keys leave rustls after its handshake
+        // (`crate::tls13`).
         config.enable_secret_extraction = true;
-        Ok(Tls { acceptor: TlsAcceptor::from(Arc::new(config)), certs })
+        Ok(Tls { config: Arc::new(config), certs })
     }
 
     /// Reloads the certificate on every SIGHUP until the process ends.

@@ -15,7 +15,7 @@ use std::path::Path;
 const LAYERS: &[(&[&str], bool)] = &[
     (&["priority"], false),
     (&["media"], false),
-    (&["settings", "markdown", "logging", "memory", "machine"], false),
+    (&["settings", "markdown", "logging", "memory", "machine", "tls13"], false),
     (&["model"], false),
     (&["store"], false),
     (&["cache", "live"], false),

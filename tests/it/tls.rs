@@ -193,7 +193,7 @@ async fn tls_1_3_serves_http2_by_alpn_and_http1_and_live_websockets() {
     let res = h1_get(h1, "/login").await;
     assert_eq!(res.0, 200);
 
-    // wss: the live socket runs on the same code as ws (live::tls13).
+    // wss: the live socket runs on the same code as ws (crate::tls13).
     let tls = server.connect(&[&cert], b"http/1.1").await;
     let (mut ws, _) = tokio_tungstenite::client_async("wss://localhost/api/v1/live?topics=1", tls)
         .await
@@ -576,4 +576,103 @@ async fn a_wss_client_on_openssl_is_greeted_answered_sent_events_and_closed_clea
     assert_eq!(next().await, "closed 1000");
     assert_eq!(next().await, "eof", "close_notify, then the end");
     assert!(child.wait().await.expect("wait").success());
+}
+
+/// curl on OpenSSL, a TLS implementation that is neither rustls nor Pith's
+/// record layer, keeps one connection for a run of requests over HTTP/1.1
+/// and over HTTP/2: a cached topic (the parked fast path), a post whose
+/// body spans several TLS records, and the topic again with the post in it.
+#[tokio::test]
+async fn curl_on_openssl_runs_requests_on_one_tls_connection_over_http1_and_http2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert = Cert::new();
+    cert.write(dir.path());
+    let token = admin_token(dir.path()).await;
+    let server = TlsServer::start(dir.path(), &[&cert]).await;
+    let topic = make_topic(&server, &cert, &token).await;
+    for (version, post) in [("--http1.1", "a"), ("--http2", "b")] {
+        // ~35 KB: three TLS records.
+        let text = format!("{post}{}", "word ".repeat(7_000));
+        std::fs::write(dir.path().join("post.json"), serde_json::json!({ "body": text }).to_string()).expect("body");
+        let url = format!("https://localhost:{}/api/v1/topics/{topic}", server.port);
+        let out = tokio::process::Command::new("curl")
+            .args(["--silent", "--show-error", version, "--cacert"])
+            .arg(dir.path().join("cert.pem"))
+            .args(["--resolve", &format!("localhost:{}:127.0.0.1", server.port)])
+            .args(["--write-out", "\n%{http_code} %{num_connects} %{http_version}\n", &url])
+            .args(["--next", "--silent", "--show-error", version, "--cacert"])
+            .arg(dir.path().join("cert.pem"))
+            .args(["--header", &format!("authorization: Bearer {token}"), "--header", "content-type: application/json"])
+            .arg("--data-binary")
+            .arg(format!("@{}", dir.path().join("post.json").display()))
+            .args(["--write-out", "\n%{http_code} %{num_connects} %{http_version}\n", &format!("{url}/posts")])
+            .args(["--next", "--silent", "--show-error", version, "--cacert"])
+            .arg(dir.path().join("cert.pem"))
+            .args(["--write-out", "\n%{http_code} %{num_connects} %{http_version}\n", &url])
+            .output()
+            .await
+            .expect("curl");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{version}: {}\n{}", String::from_utf8_lossy(&out.stderr), server.log_text());
+        let summaries: Vec<&str> = stdout.lines().filter(|l| l.len() < 16 && l.contains(' ')).collect();
+        let http = if version == "--http2" { "2" } else { "1.1" };
+        assert_eq!(summaries, [format!("200 1 {http}"), format!("201 0 {http}"), format!("200 0 {http}")], "{stdout}");
+        let last = stdout.lines().rev().find(|l| l.starts_with('{')).expect("the topic's JSON");
+        assert!(last.contains(&text[..200]) && last.len() > text.len(), "the topic holds the new post");
+    }
+}
+
+/// A client that sends its first request in the same segment as its
+/// `Finished` (rustls does, once its handshake is done) is answered: the
+/// handshake reads record by record and leaves the request for the
+/// connection's record layer.
+#[tokio::test]
+async fn a_request_in_the_same_segment_as_the_clients_finished_is_answered() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert = Cert::new();
+    cert.write(dir.path());
+    let server = TlsServer::start(dir.path(), &[&cert]).await;
+    let (config, port) = (client_config(&[&cert], b"http/1.1"), server.port);
+    let (writes, answer) = tokio::task::spawn_blocking(move || {
+        let mut tcp = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        let name = ServerName::try_from("localhost").expect("name");
+        let mut tls = tokio_rustls::rustls::ClientConnection::new(config, name).expect("client");
+        let mut writes = Vec::new();
+        while tls.is_handshaking() {
+            if tls.wants_write() {
+                let mut out = Vec::new();
+                tls.write_tls(&mut out).expect("write_tls");
+                tcp.write_all(&out).expect("send");
+                writes.push(out.len());
+                continue;
+            }
+            tls.read_tls(&mut tcp).expect("read_tls");
+            tls.process_new_packets().expect("handshake");
+        }
+        // The handshake is done on this side and `Finished` is queued: the
+        // request joins it in one write.
+        tls.writer().write_all(GET).expect("request");
+        let mut out = Vec::new();
+        while tls.wants_write() {
+            tls.write_tls(&mut out).expect("write_tls");
+        }
+        tcp.write_all(&out).expect("send");
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !answer.ends_with(b"ok\n") {
+            match tls.reader().read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+                Err(_) if tls.read_tls(&mut tcp).expect("read_tls") == 0 => break,
+                Err(_) => drop(tls.process_new_packets().expect("records")),
+            }
+        }
+        (writes, String::from_utf8_lossy(&answer).into_owned())
+    })
+    .await
+    .expect("client");
+    assert_eq!(writes.len(), 1, "one flight before Finished: ClientHello");
+    assert!(answer.starts_with("HTTP/1.1 200 OK") && answer.ends_with("ok\n"), "{answer}");
 }

@@ -1,0 +1,102 @@
+//! A server's TLS 1.3 handshake with rustls, fed one record at a time, so
+//! that not a byte past the client's `Finished` leaves the socket: the
+//! first request after the handshake (often in the same segment as
+//! `Finished`) stays in the kernel for the record layer (`Records`).
+//!
+//! Why not tokio-rustls: its stream reads as much as the socket holds into
+//! rustls's buffer, and rustls hands no partly received record over with
+//! its keys (`dangerous_extract_secrets`), so the connection could not
+//! leave rustls after the handshake without losing bytes.
+
+use std::io::{self, ErrorKind};
+use std::sync::Arc;
+
+use tokio::net::TcpStream;
+use tokio_rustls::rustls::{ServerConfig, ServerConnection};
+
+use super::Records;
+
+/// Largest record a client may send during the handshake: a plaintext
+/// record (RFC 8446, 5.1) or an encrypted one (5.2).
+const MAX_RECORD: usize = 5 + (1 << 14) + 256;
+
+/// A finished handshake: the record layer, and whether ALPN chose HTTP/2.
+pub struct Accepted {
+    pub records: Box<Records>,
+    pub h2: bool,
+}
+
+/// Runs the handshake on `tcp` and hands the connection's keys to a
+/// record layer; rustls's state is dropped. An error names why the
+/// handshake failed (rustls's alert has been sent when it had one). No
+/// time limit: the caller sets one.
+pub async fn accept(tcp: &TcpStream, config: Arc<ServerConfig>) -> io::Result<Accepted> {
+    let mut conn = ServerConnection::new(config).map_err(io::Error::other)?;
+    let mut record = Vec::new();
+    loop {
+        // rustls's flight, its session tickets after the client's
+        // `Finished`, or an alert.
+        while conn.wants_write() {
+            let mut out = Vec::new();
+            conn.write_tls(&mut out)?;
+            write_all(tcp, &out).await?;
+        }
+        if !conn.is_handshaking() {
+            break;
+        }
+        read_record(tcp, &mut record).await?;
+        let mut rest = &record[..];
+        while !rest.is_empty() {
+            conn.read_tls(&mut rest)?;
+            if let Err(e) = conn.process_new_packets() {
+                let mut alert = Vec::new();
+                if conn.write_tls(&mut alert).is_ok() {
+                    let _ = write_all(tcp, &alert).await;
+                }
+                return Err(io::Error::new(ErrorKind::InvalidData, e));
+            }
+        }
+    }
+    let h2 = conn.alpn_protocol() == Some(b"h2");
+    let secrets = conn.dangerous_extract_secrets().map_err(io::Error::other)?;
+    Ok(Accepted { records: Box::new(Records::new(secrets)?), h2 })
+}
+
+/// Reads exactly one TLS record (header and body) into `record`.
+async fn read_record(tcp: &TcpStream, record: &mut Vec<u8>) -> io::Result<()> {
+    record.clear();
+    record.resize(5, 0);
+    read_exact(tcp, &mut record[..]).await?;
+    let len = 5 + usize::from(u16::from_be_bytes([record[3], record[4]]));
+    if len > MAX_RECORD {
+        return Err(io::Error::new(ErrorKind::InvalidData, "a TLS record longer than a record may be"));
+    }
+    record.resize(len, 0);
+    read_exact(tcp, &mut record[5..]).await
+}
+
+async fn read_exact(tcp: &TcpStream, mut buf: &mut [u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        tcp.readable().await?;
+        match tcp.try_read(buf) {
+            Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+            Ok(n) => buf = &mut buf[n..],
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+async fn write_all(tcp: &TcpStream, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        tcp.writable().await?;
+        match tcp.try_write(buf) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

@@ -8,9 +8,9 @@
 //! cannot run on a live driver's non-blocking writes. rustls supports
 //! handing a finished connection's keys to kTLS (`dangerous_extract_secrets`);
 //! this kernel has no kTLS, so this does in user space what kTLS would do
-//! in the kernel: an idle connection holds its two keys and sequence
-//! numbers (~1.1 KB), and buffers only while a record is half received or
-//! half sent.
+//! in the kernel: an idle connection holds its two keys, IVs and sequence
+//! numbers (~150 bytes), and buffers only while a record is half received
+//! or half sent.
 //!
 //! What it does not take: post-handshake messages (a client's KeyUpdate;
 //! clients send one only after ~2^24 records) end the connection, as does
@@ -40,26 +40,53 @@ const ALERT: u8 = 21;
 /// a connection can reach).
 const AES_GCM_RECORDS: u64 = 1 << 24;
 
-/// One direction's key, IV and next record's sequence number.
+/// One direction's key, IV and next record's sequence number. The key is
+/// kept as its bytes and expanded (AES round keys, the GHASH table: ~550
+/// bytes) only while records are sealed or opened, so an idle connection
+/// does not hold the expansion; expanding costs well under a microsecond,
+/// next to the record's own encryption.
 struct Direction {
-    key: LessSafeKey,
+    alg: &'static aead::Algorithm,
+    key: [u8; 32],
     iv: [u8; NONCE_LEN],
     seq: u64,
     /// The sequence number this key must not reach.
     limit: u64,
 }
 
+impl Drop for Direction {
+    fn drop(&mut self) {
+        for b in &mut self.key {
+            // SAFETY: a valid, aligned place of our own; volatile, so the
+            // wipe of a key that is never read again is not optimised away.
+            unsafe { std::ptr::write_volatile(b, 0) };
+        }
+    }
+}
+
 impl Direction {
     fn new((seq, secrets): (u64, ConnectionTrafficSecrets)) -> io::Result<Direction> {
-        let (alg, key, iv, limit) = match secrets {
+        let (alg, secret, iv, limit) = match secrets {
             ConnectionTrafficSecrets::Aes128Gcm { key, iv } => (&aead::AES_128_GCM, key, iv, AES_GCM_RECORDS),
             ConnectionTrafficSecrets::Aes256Gcm { key, iv } => (&aead::AES_256_GCM, key, iv, AES_GCM_RECORDS),
             ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv } => (&aead::CHACHA20_POLY1305, key, iv, u64::MAX),
             _ => return Err(io::Error::other("a cipher suite this record layer does not take")),
         };
-        let key = UnboundKey::new(alg, key.as_ref()).map_err(|_| io::Error::other("a bad traffic key"))?;
+        let mut key = [0u8; 32];
+        let bytes = secret.as_ref();
+        if bytes.len() != alg.key_len() || bytes.len() > key.len() {
+            return Err(io::Error::other("a bad traffic key"));
+        }
+        key[..bytes.len()].copy_from_slice(bytes);
         let iv = iv.as_ref().try_into().map_err(|_| io::Error::other("a bad traffic IV"))?;
-        Ok(Direction { key: LessSafeKey::new(key), iv, seq, limit })
+        Ok(Direction { alg, key, iv, seq, limit })
+    }
+
+    /// The key, expanded for sealing or opening records.
+    fn expand(&self) -> io::Result<LessSafeKey> {
+        let key = UnboundKey::new(self.alg, &self.key[..self.alg.key_len()])
+            .map_err(|_| io::Error::other("a bad traffic key"))?;
+        Ok(LessSafeKey::new(key))
     }
 
     /// The per-record nonce: the IV XOR the sequence number (5.3); each
@@ -219,6 +246,7 @@ impl Records {
         send: &mut impl FnMut(&[u8]) -> io::Result<usize>,
     ) -> io::Result<usize> {
         let total = bufs.iter().map(|b| b.len()).sum::<usize>().min(WRITE_MAX);
+        let key = self.tx.expand()?;
         SEAL.with_borrow_mut(|wire| {
             wire.clear();
             // Where the next plaintext byte is: `bufs[part][at]`.
@@ -241,9 +269,7 @@ impl Records {
                 wire[start + 3..start + HEADER].copy_from_slice(&len.to_be_bytes());
                 let header: [u8; HEADER] = wire[start..start + HEADER].try_into().expect("five bytes");
                 let nonce = self.tx.nonce()?;
-                let tag = self
-                    .tx
-                    .key
+                let tag = key
                     .seal_in_place_separate_tag(nonce, Aad::from(header), &mut wire[start + HEADER..])
                     .map_err(|_| io::Error::other("sealing a record failed"))?;
                 wire.extend_from_slice(tag.as_ref());
@@ -325,7 +351,7 @@ impl Records {
         let nonce = self.rx.nonce()?;
         let plain = self
             .rx
-            .key
+            .expand()?
             .open_in_place(nonce, Aad::from(header), &mut self.inp[HEADER..HEADER + len])
             .map_err(|_| invalid("a TLS record failed to open"))?;
         // The content type is the last byte that is not padding (5.2).

@@ -7,7 +7,8 @@ bench/scaling.sh, held while `pith bench http` loads the server. Sources are
 spread over 127.0.0.2, 127.0.0.3, ... (PER_ADDRESS connections each) so the
 ports of one address never run out. Standard library only.
 
-Usage: idle.py HOST PORT N HOLD_SECONDS [PER_ADDRESS]
+Usage: idle.py HOST PORT N HOLD_SECONDS [PER_ADDRESS [FIRST_ADDRESS]]
+(FIRST_ADDRESS: the last byte of the first source address, 2 by default)
 Prints one line when all are open and one when it stops (after HOLD_SECONDS
 or on SIGTERM): how many are still open (a closed connection reads as EOF).
 With IDLE_TLS=1 each connection is TLS (ALPN http/1.1, the certificate not
@@ -71,8 +72,9 @@ def still_open(socks):
 def main():
     host, port, n, hold = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
     per_address = int(sys.argv[5]) if len(sys.argv) > 5 else 5000
+    first = int(sys.argv[6]) if len(sys.argv) > 6 else 2
     start = time.monotonic()
-    socks = [open_one(host, port, "127.0.0.%d" % (2 + i // per_address)) for i in range(n)]
+    socks = [open_one(host, port, "127.0.0.%d" % (first + i // per_address)) for i in range(n)]
     print(f"idle.py: {len(socks)} idle keep-alive connections open in {time.monotonic() - start:.1f} s", flush=True)
     stopped = []
     signal.signal(signal.SIGTERM, lambda *_: stopped.append(True))

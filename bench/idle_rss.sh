@@ -4,9 +4,14 @@
 #
 # Each build serves an empty data dir (`--header-timeout-secs 3600`, so the
 # connections stay, and `--max-connections 19000`); bench/idle.py opens N
-# connections that each send one request, read the answer and hold. VmRSS
-# is read before they open and 2 s after the last has opened:
-# (after - before) / N. Builds alternate, ROUNDS times.
+# connections that each send one request, read the answer and hold, in
+# two halves. The process's anonymous resident memory (RssAnon) is read 2 s
+# after each half has opened: (at N - at N/2) / (N/2), so that heap
+# start-up freed and the first connections reuse does not count. Anonymous, not
+# VmRSS: the binary's file-backed pages are mapped as code is first run
+# (64 KB around each page touched), by an amount that differs from run to
+# run by megabytes, which is most of N connections' cost. Builds alternate,
+# ROUNDS times.
 #
 # Usage: bench/idle_rss.sh [LABEL=]BINARY...
 #   TLS=yes     the connections are TLS 1.3 (a self-signed P-256
@@ -33,10 +38,22 @@ if [[ $TLS == yes ]]; then
     tls_args=(--tls-cert "$WORK/cert.pem" --tls-key "$WORK/key.pem")
 fi
 
-rss() { awk '/^VmRSS/ {print $2 * 1024}' "/proc/$1/status"; }
+rss() { awk '/^RssAnon/ {print $2 * 1024}' "/proc/$1/status"; }
+
+# Starts bench/idle.py holding $1 connections from source addresses from
+# 127.0.0.$2 on; returns once all are open (its pid in IDLE).
+hold() { # count first-address log
+    IDLE_TLS=$([[ $TLS == yes ]] && echo 1 || echo 0) python3 "$HERE/idle.py" 127.0.0.1 "$PORT" "$1" 600 \
+        1000 "$2" >"$3" &
+    IDLE=$!
+    until grep -q "open in" "$3" 2>/dev/null; do
+        kill -0 $IDLE 2>/dev/null || { cat "$3" >&2; exit 1; }
+        sleep 0.1
+    done
+}
 
 measure() { # label binary round
-    local label=$1 binary=$2 round=$3 data="$WORK/data-$1-$3"
+    local label=$1 binary=$2 round=$3 data="$WORK/data-$1-$3" half=$((N / 2))
     "$binary" serve --listen "127.0.0.1:$PORT" --data-dir "$data" --header-timeout-secs 3600 \
         --max-connections 19000 "${tls_args[@]}" >"$WORK/serve.log" 2>&1 &
     local pid=$!
@@ -44,23 +61,22 @@ measure() { # label binary round
         curl -ks -o /dev/null "$([[ $TLS == yes ]] && echo https || echo http)://127.0.0.1:$PORT/healthz" && break
         sleep 0.1
     done
-    sleep 1
-    local before after
-    before=$(rss $pid)
-    IDLE_TLS=$([[ $TLS == yes ]] && echo 1 || echo 0) python3 "$HERE/idle.py" 127.0.0.1 "$PORT" "$N" 4 \
-        >"$WORK/idle.log" &
-    local idle=$!
-    until grep -q "open in" "$WORK/idle.log" 2>/dev/null; do
-        kill -0 $idle 2>/dev/null || { cat "$WORK/idle.log" >&2; exit 1; }
-        sleep 0.1
-    done
+    # The first half takes up what the heap freed since start-up (the
+    # migrations', the first connections'); the second half's growth is
+    # what connections cost.
+    hold "$half" 2 "$WORK/idle-1.log"
+    local first=$IDLE
+    sleep 2
+    local middle after
+    middle=$(rss $pid)
+    hold "$half" $((2 + (half + 999) / 1000)) "$WORK/idle-2.log"
+    local second=$IDLE
     sleep 2
     after=$(rss $pid)
-    wait $idle
-    kill $pid
-    wait $pid 2>/dev/null || true
+    kill $first $second $pid
+    wait $first $second $pid 2>/dev/null || true
     echo "$label round $round: $N idle $([[ $TLS == yes ]] && echo TLS || echo cleartext) connections:" \
-        "RSS $before -> $after bytes, $(((after - before) / N)) bytes each"
+        "RssAnon at $half $middle, at $N $after bytes: $(((after - middle) / half)) bytes each"
 }
 
 for round in $(seq "$ROUNDS"); do

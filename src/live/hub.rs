@@ -1,13 +1,14 @@
-//! The hub: a map from channel (topic, community, a user's inbox) to a
-//! tokio broadcast sender, created on the first subscribe and removed when
-//! the last subscriber leaves, plus the counters behind every limit, the
-//! heartbeat clock, and score coalescing.
+//! The hub: a map from key (topic, community, a user's inbox) to its
+//! broadcast channel (`live::channel`), created on the first subscribe and
+//! removed when the last subscriber leaves, plus the counters behind every
+//! limit, the heartbeat clock, and score coalescing.
 //!
-//! Publishing clones the sender out of the map and sends outside the lock,
-//! so waking thousands of subscribers never blocks a subscribe. A receiver
-//! that lags (the channel wrapped past it) is dropped by its connection:
-//! its client missed events and must reload, which it can only know if
-//! it is told, so the hub never skips silently.
+//! Publishing clones the channel out of the map and sends outside the
+//! map's lock, so waking thousands of subscribers never blocks a
+//! subscribe. A receiver that lags (the channel pushed out frames it had
+//! not taken) is dropped by its connection: its client missed events and
+//! must reload, which it can only know if it is told, so the hub never
+//! skips silently.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -19,9 +20,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::sync::broadcast;
 
 use super::beat::{BUCKETS, Clock};
+use super::channel::{Channel, Receiver};
 
 use super::LiveConfig;
 use super::origin::Origins;
@@ -115,7 +116,7 @@ pub struct Hub(Arc<Inner>);
 
 struct Inner {
     limits: Limits,
-    channels: Mutex<HashMap<Key, broadcast::Sender<Bytes>>>,
+    channels: Mutex<HashMap<Key, Arc<Channel>>>,
     /// Live connections per client address.
     per_ip: Mutex<HashMap<IpAddr, u32>>,
     sockets: AtomicUsize,
@@ -207,19 +208,18 @@ impl Hub {
     /// Subscriptions now, over all channels (a walk of the map: for
     /// `/metrics` scrapes, not for hot paths).
     pub fn subscriptions(&self) -> usize {
-        lock(&self.0.channels).values().map(|tx| tx.receiver_count()).sum()
+        lock(&self.0.channels).values().map(|c| c.receivers()).sum()
     }
 
-    pub fn subscribe(&self, key: Key) -> Result<broadcast::Receiver<Bytes>, Refused> {
+    pub fn subscribe(&self, key: Key) -> Result<Receiver, Refused> {
         let mut map = lock(&self.0.channels);
         let len = map.len();
         match map.entry(key) {
             Entry::Occupied(e) => Ok(e.get().subscribe()),
             Entry::Vacant(_) if len >= self.0.limits.max_channels => Err(Refused::TooManyChannels),
             Entry::Vacant(e) => {
-                let (tx, rx) = broadcast::channel(self.0.limits.channel_capacity);
-                e.insert(tx);
-                Ok(rx)
+                let chan = Channel::new(e.key().clone(), self.0.limits.channel_capacity);
+                Ok(e.insert(Arc::new(chan)).subscribe())
             }
         }
     }
@@ -228,26 +228,26 @@ impl Hub {
     /// dropping a receiver.
     pub fn release(&self, key: &Key) {
         let mut map = lock(&self.0.channels);
-        if map.get(key).is_some_and(|tx| tx.receiver_count() == 0) {
+        if map.get(key).is_some_and(|c| c.receivers() == 0) {
             map.remove(key);
         }
     }
 
     /// Receivers on `key`'s channel now.
     pub fn subscribers(&self, key: &Key) -> usize {
-        lock(&self.0.channels).get(key).map_or(0, |tx| tx.receiver_count())
+        lock(&self.0.channels).get(key).map_or(0, |c| c.receivers())
     }
 
     pub fn has_subscribers(&self, key: &Key) -> bool {
-        lock(&self.0.channels).get(key).is_some_and(|tx| tx.receiver_count() > 0)
+        lock(&self.0.channels).get(key).is_some_and(|c| c.receivers() > 0)
     }
 
     /// Sends a frame built by `build` to `key`'s subscribers; `build` runs
     /// only when someone listens, once for all of them.
     pub fn publish_with(&self, key: &Key, build: impl FnOnce() -> Option<Bytes>) {
-        let Some(tx) = lock(&self.0.channels).get(key).cloned() else { return };
+        let Some(chan) = lock(&self.0.channels).get(key).cloned() else { return };
         let Some(frame) = build() else { return };
-        let _ = tx.send(frame);
+        chan.send(frame);
     }
 
     /// Runs `member`'s WebSocket over `tcp` (with `tls`'s records for
@@ -386,6 +386,10 @@ async fn tick(hub: Weak<Inner>, ping_interval: Duration) {
 mod tests {
     use super::*;
 
+    async fn recv(rx: &mut Receiver) -> Result<Bytes, crate::live::channel::Lagged> {
+        std::future::poll_fn(|cx| rx.poll_recv(cx)).await
+    }
+
     fn hub(f: impl FnOnce(&mut LiveConfig)) -> Hub {
         let mut cfg = LiveConfig::default();
         f(&mut cfg);
@@ -442,11 +446,12 @@ mod tests {
         for s in 1..=5 {
             hub.score(true, 70, 7, s);
         }
-        let first = rx.recv().await.expect("first");
+        let first = recv(&mut rx).await.expect("first");
         let text = |f: &Bytes| String::from_utf8_lossy(&super::super::events::payload(f)).into_owned();
         assert!(text(&first).contains("\"score\":1"), "{}", text(&first));
-        assert!(rx.try_recv().is_err(), "the rest are held");
-        let last = tokio::time::timeout(Duration::from_secs(3), rx.recv()).await.expect("flushed").expect("event");
+        let noop = &mut std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(rx.poll_recv(noop).is_pending(), "the rest are held");
+        let last = tokio::time::timeout(Duration::from_secs(3), recv(&mut rx)).await.expect("flushed").expect("event");
         assert!(text(&last).contains("\"score\":5"), "{}", text(&last));
     }
 }

@@ -1,8 +1,10 @@
 //! Live updates: WebSocket and Server-Sent-Events subscribers to topics,
 //! communities and their own inbox, with a tiny footprint per socket.
 //!
-//! - `hub`: channel map (topic/community/inbox -> broadcast sender),
-//!   connection and byte limits, heartbeat clock, score coalescing.
+//! - `hub`: channel map (topic/community/inbox -> channel), connection
+//!   and byte limits, heartbeat clock, score coalescing.
+//! - `channel`: one key's broadcast channel, a ring of frames and a
+//!   cursor per receiver.
 //! - `beat`: the heartbeat clock (buckets of wakers, no timer per socket).
 //! - `events`: the JSON events, each serialised once into a shared frame.
 //! - `frame`: the RFC 6455 subset a server needs, by hand.
@@ -23,6 +25,7 @@
 //! docs/LIVE.md describes the protocol and the measured footprint.
 
 pub mod beat;
+pub mod channel;
 pub mod conn;
 pub mod events;
 pub mod frame;

@@ -1,36 +1,18 @@
 //! What one live connection holds in the hub: its place in the per-IP
-//! count and one broadcast receiver per subscription. Shared by the
-//! WebSocket connection and the SSE stream; dropping it unsubscribes
-//! everything and frees the connection's slot.
+//! count and one receiver per subscription (a cursor into its channel,
+//! which knows its key). Shared by the WebSocket connection and the SSE
+//! stream; dropping it unsubscribes everything and frees the connection's
+//! slot.
 
 use std::net::IpAddr;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use tokio::sync::broadcast::{self, error::RecvError};
-use tokio_util::sync::ReusableBoxFuture;
 
 use super::beat::Beat;
+pub use super::channel::Lagged;
+use super::channel::Receiver;
 use super::hub::{Hub, Key, Refused};
-
-type Recv = (Result<Bytes, RecvError>, broadcast::Receiver<Bytes>);
-
-/// One subscription: the receiver lives inside a boxed `recv` future that
-/// hands it back with each event, so it can wait without a borrow; the
-/// box is reused for the next wait.
-struct Sub {
-    key: Key,
-    next: ReusableBoxFuture<'static, Recv>,
-}
-
-async fn recv(mut rx: broadcast::Receiver<Bytes>) -> Recv {
-    let r = rx.recv().await;
-    (r, rx)
-}
-
-/// The subscriber fell behind its channel's buffer and missed events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Lagged;
 
 pub struct Membership {
     hub: Hub,
@@ -48,12 +30,12 @@ pub struct Membership {
 enum Subs {
     #[default]
     None,
-    One(Sub),
-    Many(Vec<Sub>),
+    One(Receiver),
+    Many(Vec<Receiver>),
 }
 
 impl Subs {
-    fn as_slice(&self) -> &[Sub] {
+    fn as_slice(&self) -> &[Receiver] {
         match self {
             Subs::None => &[],
             Subs::One(s) => std::slice::from_ref(s),
@@ -61,7 +43,7 @@ impl Subs {
         }
     }
 
-    fn as_mut_slice(&mut self) -> &mut [Sub] {
+    fn as_mut_slice(&mut self) -> &mut [Receiver] {
         match self {
             Subs::None => &mut [],
             Subs::One(s) => std::slice::from_mut(s),
@@ -69,7 +51,7 @@ impl Subs {
         }
     }
 
-    fn push(&mut self, sub: Sub) {
+    fn push(&mut self, sub: Receiver) {
         *self = match std::mem::take(self) {
             Subs::None => Subs::One(sub),
             Subs::One(first) => Subs::Many(vec![first, sub]),
@@ -80,7 +62,7 @@ impl Subs {
         };
     }
 
-    fn swap_remove(&mut self, i: usize) -> Option<Sub> {
+    fn swap_remove(&mut self, i: usize) -> Option<Receiver> {
         let (removed, rest) = match std::mem::take(self) {
             Subs::None => (None, Subs::None),
             Subs::One(s) if i == 0 => (Some(s), Subs::None),
@@ -123,16 +105,16 @@ impl Membership {
     }
 
     pub fn contains(&self, key: &Key) -> bool {
-        self.subs.as_slice().iter().any(|s| &s.key == key)
+        self.subs.as_slice().iter().any(|s| s.key() == key)
     }
 
     /// Topic and community subscriptions (the inbox does not count).
     pub fn public_count(&self) -> usize {
-        self.subs.as_slice().iter().filter(|s| !matches!(s.key, Key::Inbox(_))).count()
+        self.subs.as_slice().iter().filter(|s| !matches!(s.key(), Key::Inbox(_))).count()
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &Key> {
-        self.subs.as_slice().iter().map(|s| &s.key)
+        self.subs.as_slice().iter().map(|s| s.key())
     }
 
     /// Subscribes to `key`; does nothing when already subscribed.
@@ -140,13 +122,12 @@ impl Membership {
         if self.contains(&key) {
             return Ok(());
         }
-        let rx = self.hub.subscribe(key.clone())?;
-        self.subs.push(Sub { key, next: ReusableBoxFuture::new(recv(rx)) });
+        self.subs.push(self.hub.subscribe(key)?);
         Ok(())
     }
 
     pub fn remove(&mut self, key: &Key) {
-        if let Some(i) = self.subs.as_slice().iter().position(|s| &s.key == key) {
+        if let Some(i) = self.subs.as_slice().iter().position(|s| s.key() == key) {
             drop(self.subs.swap_remove(i));
             self.hub.release(key);
         }
@@ -160,8 +141,8 @@ impl Membership {
             Subs::Many(v) => v,
         };
         for sub in subs {
-            let Sub { key, next } = sub;
-            drop(next);
+            let key = sub.key().clone();
+            drop(sub);
             self.hub.release(&key);
         }
     }
@@ -171,21 +152,12 @@ impl Membership {
         self.beat.poll(self.hub.clock(), cx)
     }
 
-    /// The next event from any subscription.
+    /// The next event from any subscription, or `Lagged` when one fell
+    /// behind its channel's buffer and missed events.
     pub fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Result<Bytes, Lagged>> {
-        let mut i = 0;
-        while let Some(sub) = self.subs.as_mut_slice().get_mut(i) {
-            match sub.next.poll(cx) {
-                Poll::Pending => i += 1,
-                Poll::Ready((Ok(frame), rx)) => {
-                    sub.next.set(recv(rx));
-                    return Poll::Ready(Ok(frame));
-                }
-                Poll::Ready((Err(RecvError::Lagged(_)), _)) => return Poll::Ready(Err(Lagged)),
-                Poll::Ready((Err(RecvError::Closed), _)) => {
-                    let key = sub.key.clone();
-                    self.remove(&key);
-                }
+        for sub in self.subs.as_mut_slice() {
+            if let Poll::Ready(r) = sub.poll_recv(cx) {
+                return Poll::Ready(r);
             }
         }
         Poll::Pending
@@ -216,12 +188,28 @@ mod tests {
         assert!(matches!(m.subs, Subs::Many(ref v) if v.len() == 3));
         m.remove(&Key::Topic(2));
         m.remove(&Key::Topic(1));
-        assert!(matches!(m.subs, Subs::One(ref s) if s.key == Key::Topic(3)));
+        assert!(matches!(m.subs, Subs::One(ref s) if s.key() == &Key::Topic(3)));
         assert_eq!((hub.channels(), m.public_count()), (1, 1));
         m.remove(&Key::Topic(3));
         assert!(matches!(m.subs, Subs::None));
         assert_eq!(hub.channels(), 0);
         drop(m);
         assert_eq!(hub.sockets(), 0);
+    }
+
+    #[test]
+    fn a_subscription_that_falls_behind_its_channel_reports_lagged() {
+        let hub = Hub::new(&LiveConfig { channel_capacity: 2, ..LiveConfig::default() }, None);
+        let mut m = Membership::join(&hub, std::net::Ipv4Addr::LOCALHOST.into()).expect("join");
+        m.add(Key::Topic(1)).expect("add");
+        m.add(Key::Topic(2)).expect("add");
+        let cx = &mut Context::from_waker(std::task::Waker::noop());
+        assert!(m.poll_event(cx).is_pending());
+        hub.publish_with(&Key::Topic(1), || Some(Bytes::from_static(b"one")));
+        assert_eq!(m.poll_event(cx), Poll::Ready(Ok(Bytes::from_static(b"one"))));
+        for _ in 0..3 {
+            hub.publish_with(&Key::Topic(2), || Some(Bytes::from_static(b"two")));
+        }
+        assert_eq!(m.poll_event(cx), Poll::Ready(Err(Lagged)));
     }
 }

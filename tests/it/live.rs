@@ -592,6 +592,34 @@ async fn a_slow_consumer_is_dropped_while_others_keep_receiving() {
     app.stop().await;
 }
 
+/// docs/LIVE.md, "Backpressure": a subscriber more than
+/// `--live-channel-capacity` events behind its channel is told, never
+/// skipped silently: a WebSocket is closed with 4001 and an SSE stream gets
+/// a `too_slow` error event and ends; both leave the channel. The test's
+/// runtime has one thread, so no connection runs while the events go out.
+#[tokio::test]
+async fn a_subscriber_that_falls_behind_its_channel_is_told_and_let_go() {
+    let app = spawn_live(|c| c.channel_capacity = 2).await;
+    let mut raw = raw_connect(app.addr, "?topics=7").await;
+    let mut sse = app.client.get(app.url("/api/v1/live/sse?topics=7")).send().await.expect("sse");
+    sse.chunk().await.expect("read").expect("greeting");
+    let key = pith::live::Key::Topic(7);
+    assert_eq!(app.state.live.subscribers(&key), 2);
+    let frame = pith::live::events::error_frame("test", "one of many").expect("frame");
+    for _ in 0..5 {
+        app.state.live.publish_with(&key, || Some(frame.clone()));
+    }
+    assert_eq!(read_until_close(&mut raw).await, Some(4001));
+    let mut text = String::new();
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(5), sse.chunk()).await.expect("sse").expect("read")
+    {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(text.contains("\"code\":\"too_slow\"") && !text.contains("one of many"), "{text}");
+    eventually("both to leave the channel", || app.state.live.channels() == 0).await;
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn subscription_socket_and_per_ip_limits_are_enforced() {
     let app = spawn_live(|c| {

@@ -4,7 +4,7 @@
 //! fetched one row past its limit is cut into a page; the columns of a
 //! remote actor's row.
 
-use crate::model::inbox::{EXCERPT_CHARS, MAX_MENTIONS, moderation_excerpt};
+use crate::model::inbox::{MAX_MENTIONS, moderation_excerpt};
 use crate::model::policy::{self, Refusal};
 use crate::model::{ModAction, NewNotice, NoticeKind, Notified, Post, Reason, Text, Timestamp, Topic, User};
 use crate::store::{Cursor, NewPost, StoreError, TopicPage, TopicSort};
@@ -75,7 +75,7 @@ pub fn new_notices(
     if notices.is_empty() {
         return Vec::new();
     }
-    let excerpt = crate::markdown::excerpt(body.as_str(), EXCERPT_CHARS);
+    let excerpt = body.excerpt();
     notices
         .into_iter()
         .map(|(user_id, kind)| NewNotice {
@@ -84,7 +84,7 @@ pub fn new_notices(
             from_id: Some(author.id),
             topic_id: Some(topic_id),
             post_id,
-            excerpt: excerpt.clone(),
+            excerpt: excerpt.to_owned(),
         })
         .collect()
 }

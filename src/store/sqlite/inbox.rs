@@ -28,19 +28,24 @@ pub fn user_ids(conn: &Connection, names: &[String]) -> StoreResult<Vec<i64>> {
 pub fn notify(conn: &Connection, notices: &[NewNotice], now: Timestamp) -> StoreResult<Vec<Notified>> {
     let mut out = Vec::with_capacity(notices.len());
     for n in notices {
-        let stored = conn
-            .prepare_cached(
-                "INSERT INTO notifications (user_id, kind, from_id, topic_id, post_id, excerpt, created_at) \
-                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE NOT EXISTS \
-                 (SELECT 1 FROM user_blocks WHERE user_id = ?1 AND blocked_id = ?3)",
-            )
-            .and_then(|mut s| {
-                s.execute(params![n.user_id, n.kind.as_str(), n.from_id, n.topic_id, n.post_id, n.excerpt, now.0])
-            })
+        // The block first, then a one-row `INSERT ... VALUES`: as an
+        // `INSERT ... SELECT` (rows of a query, so possibly several) SQLite
+        // gave it a statement journal, a copy of every page it changed.
+        let blocked = conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM user_blocks WHERE user_id = ?1 AND blocked_id = ?2)")
+            .and_then(|mut s| s.query_row(params![n.user_id, n.from_id], |r| r.get::<_, bool>(0)))
             .map_err(map_err)?;
-        if stored == 0 {
+        if blocked {
             continue;
         }
+        conn.prepare_cached(
+            "INSERT INTO notifications (user_id, kind, from_id, topic_id, post_id, excerpt, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![n.user_id, n.kind.as_str(), n.from_id, n.topic_id, n.post_id, n.excerpt, now.0])
+        })
+        .map_err(map_err)?;
         out.push(Notified {
             user_id: n.user_id,
             kind: Some(n.kind),

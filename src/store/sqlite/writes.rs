@@ -104,7 +104,7 @@ pub fn create_topic(
     // Its mentions' notifications and its pictures, in this transaction.
     let mut notified = Vec::new();
     if let Some(body) = &new.body {
-        super::media::set_refs(conn, 0, id, body.media())?;
+        super::media::add_refs(conn, 0, id, body.media())?;
         let mentioned = super::inbox::user_ids(conn, common::mentioned_names(body))?;
         notified = super::inbox::notify(conn, &common::new_notices(author, (id, None), body, None, &mentioned), now)?;
     }
@@ -244,7 +244,7 @@ pub fn create_post(
     .map_err(map_err)?;
     let id = conn.last_insert_rowid();
     super::federation::map_object(conn, new.remote_id.as_deref(), VoteTarget::Post(id), new.topic_id)?;
-    super::media::set_refs(conn, 1, id, new.body.media())?;
+    super::media::add_refs(conn, 1, id, new.body.media())?;
     conn.prepare_cached("UPDATE topics SET post_count = post_count + 1 WHERE id = ?1")
         .and_then(|mut s| s.execute([new.topic_id]))
         .map_err(map_err)?;

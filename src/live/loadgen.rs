@@ -125,8 +125,19 @@ fn slab() -> Option<u64> {
 
 /// VmRSS of a process, in bytes.
 pub fn rss(pid: u32) -> anyhow::Result<u64> {
+    status_bytes(pid, "VmRSS:")
+}
+
+/// RssAnon of a process, in bytes: its heap and stacks, without the pages
+/// of its binary, which a server touches for the first time while the
+/// subscribers connect and which VmRSS would count as theirs.
+pub fn rss_anon(pid: u32) -> anyhow::Result<u64> {
+    status_bytes(pid, "RssAnon:")
+}
+
+fn status_bytes(pid: u32, field: &str) -> anyhow::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).with_context(|| format!("no process {pid}"))?;
-    let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).context("no VmRSS")?;
+    let kb = status.lines().find_map(|l| l.strip_prefix(field)).with_context(|| format!("no {field}"))?;
     Ok(kb.trim().trim_end_matches("kB").trim().parse::<u64>()? * 1024)
 }
 
@@ -170,6 +181,7 @@ async fn coordinate(args: WsBenchArgs) -> anyhow::Result<()> {
         args.connections, args.url, args.batch
     );
     let before = args.server_pid.map(rss).transpose()?;
+    let anon_before = args.server_pid.map(rss_anon).transpose()?;
     let slab_before = slab();
 
     let exe: PathBuf = std::env::current_exe()?;
@@ -215,6 +227,14 @@ async fn coordinate(args: WsBenchArgs) -> anyhow::Result<()> {
             "server RSS: {:.1} MiB -> {:.1} MiB: {:.1} MiB for {ok} sockets = {} bytes per socket",
             mib(before),
             mib(after),
+            mib(delta),
+            delta / ok as u64
+        );
+    }
+    if let (Some(pid), Some(before)) = (args.server_pid, anon_before) {
+        let delta = rss_anon(pid)?.saturating_sub(before);
+        println!(
+            "server anonymous memory (RssAnon): +{:.1} MiB for {ok} sockets = {} bytes per socket",
             mib(delta),
             delta / ok as u64
         );

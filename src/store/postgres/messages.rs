@@ -52,7 +52,6 @@ pub async fn send_message(
     sender: &User,
     to: &str,
     body: &Text,
-    excerpt: &str,
     now: Timestamp,
 ) -> StoreResult<(Message, Vec<Notified>)> {
     let (recipient, to) = user_named(c, to).await?;
@@ -77,7 +76,7 @@ pub async fn send_message(
         from_id: Some(sender.id),
         topic_id: None,
         post_id: None,
-        excerpt: excerpt.to_owned(),
+        excerpt: body.excerpt().to_owned(),
     };
     let notified = super::inbox::notify(c, &[notice], now).await?;
     let message = Message {

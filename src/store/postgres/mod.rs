@@ -417,8 +417,7 @@ impl Store for PgStore {
 
     async fn send_message(&self, sender: &User, to: String, body: Text) -> StoreResult<(Message, Vec<Notified>)> {
         let now = Timestamp::now();
-        let excerpt = crate::markdown::excerpt(body.as_str(), crate::model::inbox::EXCERPT_CHARS);
-        write!(self, |c| messages::send_message(c, sender, &to, &body, &excerpt, now))
+        write!(self, |c| messages::send_message(c, sender, &to, &body, now))
     }
 
     async fn conversations(&self, user_id: i64, page: IdPage) -> StoreResult<ConversationPage> {

@@ -46,7 +46,6 @@ pub fn send_message(
     sender: &User,
     to: &str,
     body: &Text,
-    excerpt: &str,
     now: Timestamp,
 ) -> StoreResult<(Message, Vec<Notified>)> {
     let (recipient, to) = user_named(conn, to)?;
@@ -69,7 +68,7 @@ pub fn send_message(
         from_id: Some(sender.id),
         topic_id: None,
         post_id: None,
-        excerpt: excerpt.to_owned(),
+        excerpt: body.excerpt().to_owned(),
     };
     let notified = super::inbox::notify(conn, &[notice], now)?;
     let message = Message {

@@ -492,9 +492,7 @@ impl Store for SqliteStore {
 
     async fn send_message(&self, sender: &User, to: String, body: Text) -> StoreResult<(Message, Vec<Notified>)> {
         let (sender, now) = (sender.clone(), Timestamp::now());
-        // The excerpt is parsed here, not on the writer thread.
-        let excerpt = crate::markdown::excerpt(body.as_str(), crate::model::inbox::EXCERPT_CHARS);
-        self.writer.write(move |c| messages::send_message(c, &sender, &to, &body, &excerpt, now)).await
+        self.writer.write(move |c| messages::send_message(c, &sender, &to, &body, now)).await
     }
 
     async fn conversations(&self, user_id: i64, page: IdPage) -> StoreResult<ConversationPage> {

@@ -6,10 +6,11 @@
 //! registration to 128 bytes (to keep them on cache lines of their own), so
 //! an idle subscriber cost two 256-byte aligned blocks plus what glibc's
 //! `memalign` wastes around them: ~870 bytes of the ~870 measured. Here a
-//! socket is an entry in its driver's slab (the connection itself), a
-//! 48-byte waker and what its subscription holds; its readiness comes from
-//! the driver's epoll set, and a wake from a channel, the heartbeat clock
-//! or a token check puts its slot on the driver's run queue. No library
+//! socket is an entry in its driver's slab (the connection itself), an
+//! 8-byte waker entry in one of its driver's pages (`Page`) and what its
+//! subscription holds; its readiness comes from the driver's epoll set,
+//! and a wake from a channel, the heartbeat clock or a token check puts its
+//! slot on the driver's run queue. No library
 //! runs many futures off one epoll set without a task each (tokio, smol
 //! and glommio all spawn a task per connection). docs/LIVE.md, "Footprint".
 //!
@@ -20,11 +21,12 @@
 
 use std::cell::Cell;
 use std::io::{self, ErrorKind, IoSlice, Read, Write};
+use std::mem::{ManuallyDrop, offset_of};
 use std::net::Shutdown;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -148,31 +150,104 @@ struct Shared {
     closed: AtomicBool,
 }
 
-/// The waker of one slot: puts the slot on its driver's run queue once
-/// until the driver polls it. One small block per connection, reused for
-/// every wake (a clone is a reference count).
-struct SlotWaker {
+/// Slots per page of wakers.
+const PAGE: usize = 256;
+
+/// The wakers of `PAGE` slots in a row, in one block shared by reference
+/// count: the driver holds every page it made, and each waker a channel or
+/// the clock keeps holds its page, so a late wake never reaches freed memory.
+///
+/// Why not an `Arc` per connection (as `std::task::Wake` would have it):
+/// each of those small blocks, allocated as its socket arrived among the
+/// blocks its upgrade had just freed, kept glibc from merging that space
+/// and giving it back: ~300 bytes per idle socket (docs/PERFORMANCE.md,
+/// "the wakers in pages"). A page is allocated once per `PAGE` sockets.
+struct Page {
     shared: Arc<Shared>,
+    entries: [Entry; PAGE],
+}
+
+/// One slot's waker: puts the slot on its driver's run queue once until
+/// the driver polls it. A `Waker`'s data pointer points here; its page is
+/// found from the slot number.
+struct Entry {
     slot: u32,
     queued: AtomicBool,
 }
 
-impl Wake for SlotWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        if !self.queued.swap(true, Ordering::AcqRel) {
-            lock(&self.shared.woken).push(self.slot);
-            self.shared.waker.wake();
-        }
+impl Page {
+    fn new(shared: &Arc<Shared>, first: usize) -> Arc<Page> {
+        Arc::new(Page {
+            shared: shared.clone(),
+            entries: std::array::from_fn(|i| Entry { slot: (first + i) as u32, queued: AtomicBool::new(true) }),
+        })
     }
 }
 
-struct Slot {
-    conn: Conn,
-    waker: Arc<SlotWaker>,
+/// The page holding `entry`.
+///
+/// # Safety
+/// `entry` points into the `entries` of a live `Page` held by an `Arc`,
+/// through a pointer derived from that page's.
+unsafe fn page_of(entry: *const Entry) -> *const Page {
+    // SAFETY: per the caller, `entry` is `entries[slot % PAGE]` of a page,
+    // so stepping back by its offset stays inside that one allocation.
+    unsafe {
+        let index = (*entry).slot as usize % PAGE;
+        entry.cast::<u8>().sub(offset_of!(Page, entries) + index * size_of::<Entry>()).cast::<Page>()
+    }
+}
+
+static VTABLE: RawWakerVTable = RawWakerVTable::new(clone_waker, wake, wake_by_ref, drop_waker);
+
+// For the four functions below: `p` is a waker's data pointer, which only
+// `waker_for` makes, pointing at an entry of a page kept alive by the
+// driver or by the waker's own count.
+
+unsafe fn clone_waker(p: *const ()) -> RawWaker {
+    // SAFETY: see above; the new waker owns the count added here.
+    unsafe { Arc::increment_strong_count(page_of(p.cast())) };
+    RawWaker::new(p, &VTABLE)
+}
+
+unsafe fn wake(p: *const ()) {
+    // SAFETY: see above; this consumes the waker and its count.
+    unsafe {
+        wake_by_ref(p);
+        drop_waker(p);
+    }
+}
+
+unsafe fn wake_by_ref(p: *const ()) {
+    // SAFETY: see above.
+    let (entry, page) = unsafe { (&*p.cast::<Entry>(), &*page_of(p.cast())) };
+    if !entry.queued.swap(true, Ordering::AcqRel) {
+        lock(&page.shared.woken).push(entry.slot);
+        page.shared.waker.wake();
+    }
+}
+
+unsafe fn drop_waker(p: *const ()) {
+    // SAFETY: see above; the count released is this waker's own.
+    unsafe { Arc::decrement_strong_count(page_of(p.cast())) };
+}
+
+/// The waker of `slot`, borrowing the driver's count on its page: a clone
+/// (a channel keeping it) takes a count of its own.
+fn waker_for(pages: &[Arc<Page>], slot: usize) -> ManuallyDrop<Waker> {
+    // From the `Arc`'s own pointer, not through a reference to the entry,
+    // so that `page_of` may step back to the start of the page.
+    let page = Arc::as_ptr(&pages[slot / PAGE]);
+    // SAFETY: `page` is live (the driver holds it) and `slot % PAGE` is in bounds.
+    let entry = unsafe { (&raw const (*page).entries).cast::<Entry>().add(slot % PAGE) };
+    // SAFETY: the vtable's contract holds: `entry` is inside a page the
+    // driver holds, derived from the `Arc`'s pointer, and ManuallyDrop
+    // keeps this borrowed waker from releasing a count it does not own.
+    ManuallyDrop::new(unsafe { Waker::from_raw(RawWaker::new(entry.cast(), &VTABLE)) })
+}
+
+fn waker_entry(pages: &[Arc<Page>], slot: usize) -> &Entry {
+    &pages[slot / PAGE].entries[slot % PAGE]
 }
 
 /// The hub's drivers, started on the first WebSocket.
@@ -233,7 +308,9 @@ struct Driver {
     /// The driver's epoll set, itself watched by tokio's reactor.
     poll: AsyncFd<mio::Poll>,
     events: Events,
-    slots: Slab<Slot>,
+    slots: Slab<Conn>,
+    /// The slots' wakers, `PAGE` to a page, made as the slab grows.
+    pages: Vec<Arc<Page>>,
     /// Slots to poll, left over from a turn that ran out of budget.
     run: Vec<u32>,
 }
@@ -250,7 +327,14 @@ impl Driver {
             waker: AtomicWaker::new(),
             closed: AtomicBool::new(false),
         });
-        Ok(Driver { shared, poll, events: Events::with_capacity(EVENTS), slots: Slab::new(), run: Vec::new() })
+        Ok(Driver {
+            shared,
+            poll,
+            events: Events::with_capacity(EVENTS),
+            slots: Slab::new(),
+            pages: Vec::new(),
+            run: Vec::new(),
+        })
     }
 
     fn adopt(&mut self, new: New) {
@@ -263,15 +347,24 @@ impl Driver {
         {
             return tracing::warn!("live: could not watch a WebSocket: {e}");
         }
-        let waker =
-            Arc::new(SlotWaker { shared: self.shared.clone(), slot: slot as u32, queued: AtomicBool::new(true) });
-        entry.insert(Slot { conn: Conn::new(Socket::new(tcp, tls), member, &leftover), waker });
+        while self.pages.len() * PAGE <= slot {
+            self.pages.push(Page::new(&self.shared, self.pages.len() * PAGE));
+        }
+        // A wake still held for the slot's last tenant finds it queued.
+        waker_entry(&self.pages, slot).queued.store(true, Ordering::Release);
+        entry.insert(Conn::new(Socket::new(tcp, tls), member, &leftover));
         self.run.push(slot as u32);
     }
 
     /// Takes the events `poll` holds into the slots' readiness and the run
     /// list; false when it held none.
-    fn take_events(poll: &mut mio::Poll, events: &mut Events, slots: &Slab<Slot>, run: &mut Vec<u32>) -> bool {
+    fn take_events(
+        poll: &mut mio::Poll,
+        events: &mut Events,
+        slots: &Slab<Conn>,
+        pages: &[Arc<Page>],
+        run: &mut Vec<u32>,
+    ) -> bool {
         if let Err(e) = poll.poll(events, Some(Duration::ZERO))
             && e.kind() != ErrorKind::Interrupted
         {
@@ -280,7 +373,7 @@ impl Driver {
         let mut any = false;
         for ev in events.iter() {
             any = true;
-            let Some(slot) = slots.get(ev.token().0) else { continue };
+            let Some(conn) = slots.get(ev.token().0) else { continue };
             let mut flags = 0;
             if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                 flags |= READABLE;
@@ -288,13 +381,13 @@ impl Driver {
             if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
                 flags |= WRITABLE;
             }
-            let ready = &slot.conn.socket().ready;
+            let ready = &conn.socket().ready;
             ready.set(ready.get() | flags);
             // Send space comes back after every ACK: news only to a
             // connection with output waiting (a fan-out would otherwise
             // poll every socket twice).
-            let news = flags & READABLE != 0 || slot.conn.waits_to_write();
-            if news && !slot.waker.queued.swap(true, Ordering::AcqRel) {
+            let news = flags & READABLE != 0 || conn.waits_to_write();
+            if news && !waker_entry(pages, ev.token().0).queued.swap(true, Ordering::AcqRel) {
                 run.push(ev.token().0 as u32);
             }
         }
@@ -313,7 +406,13 @@ impl Driver {
                     break;
                 }
                 Poll::Ready(Ok(mut ready)) => {
-                    if !Driver::take_events(ready.get_inner_mut(), &mut self.events, &self.slots, &mut self.run) {
+                    if !Driver::take_events(
+                        ready.get_inner_mut(),
+                        &mut self.events,
+                        &self.slots,
+                        &self.pages,
+                        &mut self.run,
+                    ) {
                         ready.clear_ready();
                     }
                     if self.run.len() >= BUDGET {
@@ -339,16 +438,16 @@ impl Driver {
     }
 
     fn poll_slot(&mut self, slot: usize) {
-        let Some(s) = self.slots.get_mut(slot) else { return };
-        s.waker.queued.store(false, Ordering::Release);
-        let waker = Waker::from(s.waker.clone());
-        let done = Pin::new(&mut s.conn).poll(&mut Context::from_waker(&waker)).is_ready();
+        let Some(conn) = self.slots.get_mut(slot) else { return };
+        waker_entry(&self.pages, slot).queued.store(false, Ordering::Release);
+        let waker = waker_for(&self.pages, slot);
+        let done = Pin::new(&mut *conn).poll(&mut Context::from_waker(&waker)).is_ready();
         if done {
-            let mut s = self.slots.remove(slot);
-            let _ = self.poll.get_ref().registry().deregister(&mut s.conn.socket_mut().tcp);
+            let mut conn = self.slots.remove(slot);
+            let _ = self.poll.get_ref().registry().deregister(&mut conn.socket_mut().tcp);
             // A wake still held by a channel or the clock finds the slot
             // empty, or polls its next tenant once for nothing.
-            s.waker.queued.store(true, Ordering::Release);
+            waker_entry(&self.pages, slot).queued.store(true, Ordering::Release);
         }
     }
 }
@@ -365,22 +464,46 @@ impl Future for Driver {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_wake_queues_a_slot_once_until_it_is_polled() {
-        let shared = Arc::new(Shared {
+    fn shared() -> Arc<Shared> {
+        Arc::new(Shared {
             new: Mutex::new(Vec::new()),
             woken: Mutex::new(Vec::new()),
             waker: AtomicWaker::new(),
             closed: AtomicBool::new(false),
-        });
-        let w = Arc::new(SlotWaker { shared: shared.clone(), slot: 7, queued: AtomicBool::new(false) });
-        let waker = Waker::from(w.clone());
+        })
+    }
+
+    #[test]
+    fn a_wake_queues_a_slot_once_until_it_is_polled() {
+        let shared = shared();
+        let pages = vec![Page::new(&shared, 0), Page::new(&shared, PAGE)];
+        let slot = PAGE + 7;
+        waker_entry(&pages, slot).queued.store(false, Ordering::Release);
+        let waker = waker_for(&pages, slot);
         waker.wake_by_ref();
         waker.wake_by_ref();
-        Waker::from(w.clone()).wake();
-        assert_eq!(*lock(&shared.woken), vec![7]);
-        w.queued.store(false, Ordering::Release);
+        // The owned path: a clone's count, given back by `wake`.
+        #[allow(clippy::waker_clone_wake)]
+        (*waker).clone().wake();
+        assert_eq!(*lock(&shared.woken), vec![slot as u32]);
+        waker_entry(&pages, slot).queued.store(false, Ordering::Release);
         waker.wake_by_ref();
-        assert_eq!(*lock(&shared.woken), vec![7, 7]);
+        assert_eq!(*lock(&shared.woken), vec![slot as u32, slot as u32]);
+        assert_eq!(Arc::strong_count(&pages[1]), 1, "the clone gave its count back");
+    }
+
+    #[test]
+    fn a_kept_waker_keeps_its_page_after_the_driver_lets_go() {
+        let shared = shared();
+        let pages = vec![Page::new(&shared, 0)];
+        let kept = (*waker_for(&pages, 3)).clone();
+        assert_eq!(Arc::strong_count(&pages[0]), 2);
+        waker_entry(&pages, 3).queued.store(false, Ordering::Release);
+        let weak = Arc::downgrade(&pages[0]);
+        drop(pages);
+        assert!(weak.upgrade().is_some(), "the page lives while a waker holds it");
+        kept.wake();
+        assert_eq!(*lock(&shared.woken), vec![3]);
+        assert!(weak.upgrade().is_none(), "the last waker frees its page");
     }
 }

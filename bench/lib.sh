@@ -30,8 +30,30 @@ remove_work() {
     [[ $OUT == "$WORK/out" ]] && rm -rf "$WORK"
     # With the caller's OUT, WORK goes too once nothing else is left in it.
     rmdir "$WORK" 2>/dev/null || true
+    # cpu_quota_cgroup's group, empty once the servers in it are stopped.
+    [[ -n ${CGROUP:-} ]] && rmdir "$CGROUP" 2>/dev/null
     return 0
 }
+
+# Makes a cgroup whose processes share PERCENT % of one core (cgroup v2's
+# cpu.max, else v1's cpu controller; root only), in 10 ms periods so a
+# server is held back in short steps, not for 50 ms at a time. Sets
+# CGROUP to its directory; remove_work removes it.
+cpu_quota_cgroup() { # percent
+    local period=10000 quota=$(($1 * 100))
+    if [[ -f /sys/fs/cgroup/cgroup.controllers ]] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
+        grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu >/sys/fs/cgroup/cgroup.subtree_control
+        CGROUP=/sys/fs/cgroup/pith-bench-$$
+        mkdir "$CGROUP" && echo "$quota $period" >"$CGROUP/cpu.max"
+    elif [[ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]]; then
+        CGROUP=/sys/fs/cgroup/cpu/pith-bench-$$
+        mkdir "$CGROUP" && echo $period >"$CGROUP/cpu.cfs_period_us" && echo $quota >"$CGROUP/cpu.cfs_quota_us"
+    else
+        log "no cgroup cpu controller to hold the servers to $1 % of a core"
+        return 1
+    fi
+}
+
 
 # Stops the given pids (default: every pid in PIDS): SIGTERM to all, then
 # up to STOP_WAIT seconds each (default 10; pith commits queued writes and

@@ -46,6 +46,10 @@
 #   EXTRA_PITH=           LABEL=BINARY: a second pith build (e.g. pith-perf=/tmp/p/pith),
 #                         with its own data dir seeded the same way, interleaved after pith
 #   PIN=no                yes: servers on core 0, load generator on core 1 (taskset)
+#   QUOTA=                N: PIN=yes, and each server held to N % of core 0 by a cgroup
+#                         CPU quota (root): the generator then has more CPU than a server
+#                         can use, and a ratio is the servers', not the generator's (as
+#                         over HTTPS, where wrk's TLS costs about what the server's does)
 #   C_THREADS=8           the C server's prefork threads
 #   PLOT=yes              write OUT/plot.svg (and plot.png with rsvg-convert)
 #   WRK=no                yes: cross-check with wrk (Debian package `wrk`), REPEAT rounds
@@ -98,6 +102,8 @@ write)
 esac
 EXTRA_PITH=${EXTRA_PITH:-}
 PIN=${PIN:-no}
+QUOTA=${QUOTA:-}
+[[ -n $QUOTA ]] && PIN=yes
 C_THREADS=${C_THREADS:-8}
 PLOT=${PLOT:-yes}
 # The bench user posts ~1 % of tens of thousands of requests a second: far
@@ -108,6 +114,13 @@ BENCH_CPU=()
 if [[ $PIN == yes ]]; then
     SERVER_CPU=(taskset -c 0)
     BENCH_CPU=(taskset -c 1)
+fi
+if [[ -n $QUOTA ]]; then
+    [[ $QUOTA =~ ^[0-9]+$ ]] && ((QUOTA >= 5 && QUOTA <= 100)) || { echo "QUOTA must be a percentage, 5-100" >&2; exit 2; }
+    cpu_quota_cgroup "$QUOTA" || exit 1
+    # The server joins the group, then becomes the command (same pid).
+    # shellcheck disable=SC2016
+    SERVER_CPU=(taskset -c 0 sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CGROUP")
 fi
 
 case $GZIP in
@@ -278,7 +291,7 @@ done
 MIX_NAME=$([[ $MIX == write ]] && echo "write-only mix (100 % posts)" || echo "$WRITE_RATIO posts")
 echo "### $DATASET: $TOPICS topics, $MIX_NAME, ${DURATION} s after ${WARMUP} s warm-up, $(if [[ -n $RATE ]]; then echo "open loop at $RATE req/s"; else echo "closed loop"; fi)"
 echo
-echo "Servers: $SERVERS$([[ $PIN == yes ]] && echo ", pinned to core 0 (load generator on core 1)")."
+echo "Servers: $SERVERS$([[ $PIN == yes ]] && echo ", pinned to core 0 (load generator on core 1)")$([[ -n $QUOTA ]] && echo ", each held to $QUOTA % of that core (cgroup CPU quota)")."
 echo
 echo "Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)), $(free -g | awk '/^Mem:/{print $2}') GiB,"\
     "Linux $(uname -r); commit $(git describe --always --dirty 2>/dev/null || echo unknown);" \

@@ -129,8 +129,11 @@ pub async fn serve(
             // slot for longer than one that never sends its headers.
             // Boxed, both: the handshake's state is freed once it is done,
             // and the parked connection's task stays small (`idle::serve_tls`).
-            let accepted =
-                Box::pin(tokio::time::timeout(handshake_timeout, crate::tls13::accept(&tcp, tls.config))).await;
+            let accepted = Box::pin(tokio::time::timeout(
+                handshake_timeout,
+                crate::tls13::accept(&tcp, |hello| tls.config_for(hello)),
+            ))
+            .await;
             match accepted {
                 Ok(Ok(crate::tls13::Accepted { records, h2 })) => {
                     idle::serve_tls(TlsStream::new(tcp, records), h2, front, settings, stopping).await

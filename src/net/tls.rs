@@ -1,7 +1,8 @@
 //! TLS 1.3 termination with rustls (ring provider), whose handshake
 //! `crate::tls13` runs: the certificate and key
-//! from PEM files, ALPN `h2` and `http/1.1`, and a certificate resolver that
-//! is swapped atomically on SIGHUP. A reload only affects new handshakes, so
+//! from PEM files, ALPN `h2` and `http/1.1`, the cipher suite this machine
+//! runs fastest among those the client takes (`prefers_chacha`), and a
+//! certificate resolver that is swapped atomically on SIGHUP. A reload only affects new handshakes, so
 //! open connections keep going; a bad new certificate or key is logged and
 //! the old one stays in use.
 
@@ -12,10 +13,10 @@ use std::sync::{Arc, RwLock};
 use anyhow::Context;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tokio_rustls::rustls::crypto::CryptoProvider;
+use tokio_rustls::rustls::crypto::{CryptoProvider, ring};
 use tokio_rustls::rustls::server::{ClientHello, ResolvesServerCert};
 use tokio_rustls::rustls::sign::CertifiedKey;
-use tokio_rustls::rustls::{ServerConfig, version};
+use tokio_rustls::rustls::{CipherSuite, ServerConfig, SupportedCipherSuite, version};
 
 /// The PEM files named by `--tls-cert` and `--tls-key`.
 #[derive(Debug, Clone)]
@@ -30,7 +31,12 @@ pub struct TlsFiles {
 /// cheap to clone.
 #[derive(Clone)]
 pub struct Tls {
-    pub config: Arc<ServerConfig>,
+    /// AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305, in this order.
+    aes_first: Arc<ServerConfig>,
+    /// ChaCha20-Poly1305, then the AES-GCM suites.
+    chacha_first: Arc<ServerConfig>,
+    /// Whether this CPU has AES and carry-less multiply instructions.
+    aes_hardware: bool,
     pub certs: Arc<ReloadableCert>,
 }
 
@@ -44,18 +50,40 @@ impl Tls {
     /// Loads the files (an error names the bad one) and builds a TLS 1.3
     /// server configuration offering HTTP/2 and HTTP/1.1.
     pub fn new(files: TlsFiles) -> anyhow::Result<Tls> {
-        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-        let certs = Arc::new(ReloadableCert::load(files, provider.clone())?);
-        let mut config = ServerConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&version::TLS13])
-            .context("TLS 1.3 is not available")?
-            .with_no_client_auth()
-            .with_cert_resolver(certs.clone());
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        // Every connection's keys leave rustls after its handshake
-        // (`crate::tls13`).
-        config.enable_secret_extraction = true;
-        Ok(Tls { config: Arc::new(config), certs })
+        let certs = Arc::new(ReloadableCert::load(files, Arc::new(ring::default_provider()))?);
+        let config = |suites: [SupportedCipherSuite; 3]| -> anyhow::Result<Arc<ServerConfig>> {
+            let provider = CryptoProvider { cipher_suites: suites.to_vec(), ..ring::default_provider() };
+            let mut config = ServerConfig::builder_with_provider(Arc::new(provider))
+                .with_protocol_versions(&[&version::TLS13])
+                .context("TLS 1.3 is not available")?
+                .with_no_client_auth()
+                .with_cert_resolver(certs.clone());
+            config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+            // The order above, not the client's: `config_for` has chosen.
+            config.ignore_client_order = true;
+            // Every connection's keys leave rustls after its handshake
+            // (`crate::tls13`).
+            config.enable_secret_extraction = true;
+            Ok(Arc::new(config))
+        };
+        use ring::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256 as CHACHA;
+        use ring::cipher_suite::{TLS13_AES_128_GCM_SHA256 as AES128, TLS13_AES_256_GCM_SHA384 as AES256};
+        Ok(Tls {
+            aes_first: config([AES128, AES256, CHACHA])?,
+            chacha_first: config([CHACHA, AES128, AES256])?,
+            aes_hardware: aes_hardware(),
+            certs,
+        })
+    }
+
+    /// The configuration for a client whose hello offers `hello`'s cipher
+    /// suites: ChaCha20-Poly1305 first or AES-GCM first (`prefers_chacha`).
+    pub fn config_for(&self, hello: &ClientHello<'_>) -> Arc<ServerConfig> {
+        if prefers_chacha(self.aes_hardware, hello.cipher_suites()) {
+            self.chacha_first.clone()
+        } else {
+            self.aes_first.clone()
+        }
     }
 
     /// Reloads the certificate on every SIGHUP until the process ends.
@@ -111,6 +139,39 @@ impl ResolvesServerCert for ReloadableCert {
     }
 }
 
+/// Which TLS 1.3 suite goes first, by Go's rule (crypto/tls since 1.17):
+/// ChaCha20-Poly1305 when this machine has no AES instructions (a
+/// Raspberry Pi 4: the BCM2711's Cortex-A72 cores are built without the
+/// ARMv8 crypto extensions, so AES-GCM runs in software, several times
+/// slower than ChaCha20), or when the client lists it before either
+/// AES-GCM suite (which a client without them does, so it is spared the
+/// slow suite); else AES-GCM, AES-128 before AES-256, as browsers order
+/// them: 10 AES rounds to 14 per block, and a key schedule to match, on
+/// every record. OpenSSL's clients (curl, wrk) list AES-256 first, and
+/// rustls would otherwise follow the client's order.
+fn prefers_chacha(aes_hardware: bool, offered: &[CipherSuite]) -> bool {
+    let first = offered.iter().find(|s| {
+        matches!(
+            s,
+            CipherSuite::TLS13_AES_128_GCM_SHA256
+                | CipherSuite::TLS13_AES_256_GCM_SHA384
+                | CipherSuite::TLS13_CHACHA20_POLY1305_SHA256
+        )
+    });
+    !aes_hardware || first == Some(&CipherSuite::TLS13_CHACHA20_POLY1305_SHA256)
+}
+
+/// Whether ring's AES-GCM runs on AES and carry-less multiply
+/// instructions here (AES-NI and PCLMULQDQ; ARMv8's AES and PMULL).
+pub fn aes_hardware() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("aes") && std::arch::is_x86_feature_detected!("pclmulqdq");
+    #[cfg(target_arch = "aarch64")]
+    return std::arch::is_aarch64_feature_detected!("aes") && std::arch::is_aarch64_feature_detected!("pmull");
+    #[allow(unreachable_code)]
+    false
+}
+
 /// The chain and key, checked to belong together.
 fn load_pair(files: &TlsFiles, provider: &CryptoProvider) -> anyhow::Result<CertifiedKey> {
     let certs = load_certs(&files.cert)?;
@@ -129,4 +190,27 @@ fn load_certs(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
         anyhow::bail!("no certificate in {}", path.display());
     }
     Ok(certs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use CipherSuite::{TLS13_AES_128_CCM_SHA256 as CCM, TLS13_CHACHA20_POLY1305_SHA256 as CHACHA};
+    use CipherSuite::{TLS13_AES_128_GCM_SHA256 as AES128, TLS13_AES_256_GCM_SHA384 as AES256};
+
+    #[test]
+    fn chacha_goes_first_without_aes_instructions_or_when_the_client_puts_it_first() {
+        // OpenSSL's order, a browser's, a client without AES instructions.
+        let openssl = [AES256, CHACHA, AES128];
+        let browser = [AES128, AES256, CHACHA];
+        let no_aes = [CCM, CHACHA, AES128, AES256];
+        assert!(!prefers_chacha(true, &openssl));
+        assert!(!prefers_chacha(true, &browser));
+        assert!(prefers_chacha(true, &no_aes), "a suite this server lacks does not count");
+        assert!(prefers_chacha(true, &[CHACHA]));
+        assert!(!prefers_chacha(true, &[]));
+        for offered in [&openssl[..], &browser, &no_aes, &[AES128]] {
+            assert!(prefers_chacha(false, offered), "{offered:?}");
+        }
+    }
 }

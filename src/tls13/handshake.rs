@@ -12,7 +12,8 @@ use std::io::{self, ErrorKind};
 use std::sync::Arc;
 
 use tokio::net::TcpStream;
-use tokio_rustls::rustls::{ServerConfig, ServerConnection};
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::rustls::server::{AcceptedAlert, Acceptor, ClientHello};
 
 use super::Records;
 
@@ -26,13 +27,34 @@ pub struct Accepted {
     pub h2: bool,
 }
 
-/// Runs the handshake on `tcp` and hands the connection's keys to a
-/// record layer; rustls's state is dropped. An error names why the
-/// handshake failed (rustls's alert has been sent when it had one). No
-/// time limit: the caller sets one.
-pub async fn accept(tcp: &TcpStream, config: Arc<ServerConfig>) -> io::Result<Accepted> {
-    let mut conn = ServerConnection::new(config).map_err(io::Error::other)?;
+/// Runs the handshake on `tcp` with the configuration `config_for` picks
+/// for the client's hello (its cipher suites: `net::tls::Tls::config_for`),
+/// and hands the connection's keys to a record layer; rustls's state is
+/// dropped. An error names why the handshake failed (rustls's alert has
+/// been sent when it had one). No time limit: the caller sets one.
+pub async fn accept(
+    tcp: &TcpStream,
+    config_for: impl FnOnce(&ClientHello<'_>) -> Arc<ServerConfig>,
+) -> io::Result<Accepted> {
     let mut record = Vec::new();
+    let mut acceptor = Acceptor::default();
+    let hello = loop {
+        read_record(tcp, &mut record).await?;
+        let mut rest = &record[..];
+        while !rest.is_empty() {
+            acceptor.read_tls(&mut rest)?;
+        }
+        match acceptor.accept() {
+            Ok(Some(hello)) => break hello,
+            Ok(None) => {}
+            Err((e, alert)) => return Err(alerted(tcp, e, alert).await),
+        }
+    };
+    let config = config_for(&hello.client_hello());
+    let mut conn = match hello.into_connection(config) {
+        Ok(conn) => conn,
+        Err((e, alert)) => return Err(alerted(tcp, e, alert).await),
+    };
     loop {
         // rustls's flight, its session tickets after the client's
         // `Finished`, or an alert.
@@ -60,6 +82,15 @@ pub async fn accept(tcp: &TcpStream, config: Arc<ServerConfig>) -> io::Result<Ac
     let h2 = conn.alpn_protocol() == Some(b"h2");
     let secrets = conn.dangerous_extract_secrets().map_err(io::Error::other)?;
     Ok(Accepted { records: Box::new(Records::new(secrets)?), h2 })
+}
+
+/// Sends the alert rustls made for a bad hello (if any), and the error.
+async fn alerted(tcp: &TcpStream, e: tokio_rustls::rustls::Error, mut alert: AcceptedAlert) -> io::Error {
+    let mut out = Vec::new();
+    if alert.write_all(&mut out).is_ok() && !out.is_empty() {
+        let _ = write_all(tcp, &out).await;
+    }
+    io::Error::new(ErrorKind::InvalidData, e)
 }
 
 /// Reads exactly one TLS record (header and body) into `record`.

@@ -31,7 +31,7 @@ remove_work() {
     # With the caller's OUT, WORK goes too once nothing else is left in it.
     rmdir "$WORK" 2>/dev/null || true
     # cpu_quota_cgroup's group, empty once the servers in it are stopped.
-    [[ -n ${CGROUP:-} ]] && rmdir "$CGROUP" 2>/dev/null
+    [[ -n ${CGROUP:-} ]] && { rmdir "$CGROUP" 2>/dev/null || true; }
     return 0
 }
 

@@ -54,7 +54,6 @@ cpu_quota_cgroup() { # percent
     fi
 }
 
-
 # Stops the given pids (default: every pid in PIDS): SIGTERM to all, then
 # up to STOP_WAIT seconds each (default 10; pith commits queued writes and
 # checkpoints on SIGTERM), then SIGKILL.

@@ -1,8 +1,8 @@
 //! TLS 1.3 termination with rustls (ring provider), whose handshake
-//! `crate::tls13` runs: the certificate and key
-//! from PEM files, ALPN `h2` and `http/1.1`, the cipher suite this machine
-//! runs fastest among those the client takes (`prefers_chacha`), and a
-//! certificate resolver that is swapped atomically on SIGHUP. A reload only affects new handshakes, so
+//! `crate::tls13` runs: the certificate and key from PEM files, ALPN `h2`
+//! and `http/1.1`, the cipher suite this machine runs fastest among those
+//! the client takes (`prefers_chacha`), and a certificate resolver that is
+//! swapped atomically on SIGHUP. A reload only affects new handshakes, so
 //! open connections keep going; a bad new certificate or key is logged and
 //! the old one stays in use.
 

@@ -218,6 +218,53 @@ async fn bench_run_tabulates_pith_hello_and_the_c_design_and_says_which_server_d
     }
 }
 
+/// `QUOTA=N`: each server pinned to core 0 and held there to N % of it by
+/// a cgroup CPU quota, which is removed after the run; a `QUOTA` that is no
+/// percentage from 5 to 100 is refused before anything starts.
+#[tokio::test]
+async fn bench_run_holds_each_server_to_its_cpu_quota_and_refuses_a_bad_one() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/run.sh");
+    for bad in ["abc", "0", "101", "50%"] {
+        let out = tokio::process::Command::new("bash")
+            .arg(&script)
+            .env("QUOTA", bad)
+            .env("PITH_BIN", env!("CARGO_BIN_EXE_pith"))
+            .output()
+            .await
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "QUOTA={bad}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("QUOTA must be a percentage, 5-100"), "QUOTA={bad}: {stderr}");
+    }
+    let groups = || {
+        ["/sys/fs/cgroup", "/sys/fs/cgroup/cpu"]
+            .iter()
+            .filter_map(|d| std::fs::read_dir(d).ok())
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+            .filter(|n| n.starts_with("pith-bench-"))
+            .count()
+    };
+    let before = groups();
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let mut command = tokio::process::Command::new("bash");
+    command
+        .arg(&script)
+        .envs([("DURATION", "2"), ("WARMUP", "1"), ("REPEAT", "1"), ("CONNECTIONS", "50"), ("SCALE", "0.02")])
+        .envs([("SERVERS", "pith"), ("QUOTA", "20"), ("STOP_WAIT", "5"), ("PLOT", "no")])
+        .env("PORT", free_port().to_string())
+        .env("PITH_BIN", env!("CARGO_BIN_EXE_pith"))
+        .env("OUT", out_dir.path());
+    let stdout = run_bench_script(command).await;
+    assert!(stdout.contains("pinned to core 0 (load generator on core 1), each held to 20 % of that core"), "{stdout}");
+    let header = table_row(&stdout, "| server |", false);
+    let row = table_row(&stdout, "| pith |", false);
+    let cpu = header.iter().position(|h| *h == "server CPU").expect("a server CPU column");
+    let percent = row[cpu].trim_end_matches(" %").parse::<f64>().expect("server CPU");
+    assert!(percent > 0.0 && percent <= 25.0, "held to its 20 %: {row:?}");
+    assert_eq!(groups(), before, "the run's cgroup is removed");
+}
+
 /// The write-only mix: pith and the C design each take only posts, and
 /// after each run, killed with SIGKILL, each has stored every post it
 /// acknowledged; a post acknowledged but not stored fails the script.

@@ -128,6 +128,9 @@ pub async fn postgres_to_sqlite(url: &str, dst: &Path) -> anyhow::Result<(Tallie
     }
     src.commit().await?;
     txn.execute(RECOUNT, []).context("cannot count the copied topics")?;
+    // No trigger indexes an inserted post (migration 0017): the copied ones
+    // are indexed here, in the same transaction.
+    crate::store::sqlite::search_queue::index_unindexed_posts(&txn).context("cannot index the copied posts")?;
     txn.commit().context("cannot commit the copy")?;
     let check = sqlite::open_source(dst)?;
     let mut target = Vec::new();

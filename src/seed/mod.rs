@@ -563,6 +563,7 @@ impl<'c> SqliteRows<'c> {
                         r.created_at,
                         r.score
                     ])?;
+                    search_queue::post_added(self.conn, r.id, &r.body)?;
                 }
                 Row::Vote([user_id, kind, target_id, value]) => {
                     self.vote.execute(params![user_id, kind, target_id, value])?;

@@ -181,6 +181,19 @@ async fn a_forum_survives_sqlite_to_postgres_and_back_with_every_row_and_the_sam
     assert!(out.status.success(), "back to SQLite: {stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("verified"), "{stdout}");
     assert_eq!(dump(&back.path().join("pith.db")), before, "every table equal after the round trip");
+    // The copied posts are in the search index (no trigger puts a new post
+    // there: the copy indexes them), one entry per visible post.
+    let (indexed, visible): (i64, i64) = rusqlite::Connection::open(back.path().join("pith.db"))
+        .expect("open the copy")
+        .query_row(
+            "SELECT (SELECT count(*) FROM posts_fts_docsize), \
+             (SELECT count(*) FROM posts WHERE deleted = 0 AND removed = 0)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("count");
+    assert!(visible > 0);
+    assert_eq!(indexed, visible, "every visible copied post is indexed");
 
     let copy = spawn_app_in(back).await;
     assert_eq!(copy.read_topic(topic, "old").await, want, "served from the SQLite copy");

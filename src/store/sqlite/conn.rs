@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0014_federation_content.sql"),
     include_str!("../../../migrations/sqlite/0015_federation_following.sql"),
     include_str!("../../../migrations/sqlite/0016_community_topic_count.sql"),
+    include_str!("../../../migrations/sqlite/0017_post_writes_without_temporary_tables.sql"),
 ];
 
 /// Prepared statements each connection keeps (`prepare_cached`): more
@@ -159,6 +160,9 @@ fn writable(path: &Path) -> std::io::Result<()> {
 /// serving.
 pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     migrate_schema(conn)?;
+    let tx = conn.transaction().map_err(map_err)?;
+    super::search_queue::index_unindexed_posts(&tx)?;
+    tx.commit().map_err(map_err)?;
     super::backfill::render_missing(conn)?;
     super::accounts::fill_name_keys(conn).map(drop)
 }

@@ -36,6 +36,47 @@ pub fn defer(conn: &Connection) -> StoreResult<()> {
     run_cached(conn, DEFER).map(drop)
 }
 
+/// Indexes a new post's words, or queues them while deferred: what the
+/// AFTER INSERT triggers on posts did until migration 0017, which dropped
+/// them to spare every post a statement journal. Call it after each
+/// `INSERT INTO posts` of a visible post, in the same transaction.
+pub fn post_added(conn: &Connection, id: i64, body: &str) -> StoreResult<()> {
+    let deferred = conn
+        .prepare_cached("SELECT deferred FROM fts_defer")
+        .and_then(|mut s| s.query_row([], |r| r.get::<_, bool>(0)))
+        .map_err(super::conn::map_err)?;
+    let sql = if deferred {
+        "INSERT INTO fts_queue (posts, command, item, body) VALUES (1, NULL, ?1, ?2)"
+    } else {
+        "INSERT INTO posts_fts (rowid, body) VALUES (?1, ?2)"
+    };
+    conn.prepare_cached(sql)
+        .and_then(|mut s| s.execute(rusqlite::params![id, body]))
+        .map(drop)
+        .map_err(super::conn::map_err)
+}
+
+/// Indexes the visible posts above the index's highest one: those another
+/// program inserted into the file while Pith was not running, which no
+/// trigger indexes since 0017. Applies the queue first, so nothing is
+/// indexed twice. Runs in the caller's transaction when the database is
+/// opened, and in `pith migrate`'s copy; how many it indexed.
+/// The index is external-content (reading `posts_fts` reads `posts`), so
+/// what it holds is read from its shadow table `posts_fts_docsize`, one
+/// row per indexed post (https://sqlite.org/fts5.html, "Appendix B").
+pub fn index_unindexed_posts(conn: &Connection) -> StoreResult<usize> {
+    if queued(conn)? > 0 {
+        apply(conn)?;
+    }
+    conn.execute(
+        "INSERT INTO posts_fts (rowid, body) SELECT id, body FROM posts \
+         WHERE id > (SELECT coalesce(max(id), 0) FROM posts_fts_docsize) \
+         AND deleted = 0 AND removed = 0 ORDER BY id",
+        [],
+    )
+    .map_err(super::conn::map_err)
+}
+
 /// Applies and empties the queue, and the triggers index at once again;
 /// how many changes SQLite counted. Call it before COMMIT.
 pub fn apply(conn: &Connection) -> StoreResult<usize> {

@@ -243,6 +243,7 @@ pub fn create_post(
     .and_then(|mut s| s.execute(params![new.topic_id, new.parent_id, author.id, new.body.as_str(), html, now.0]))
     .map_err(map_err)?;
     let id = conn.last_insert_rowid();
+    super::search_queue::post_added(conn, id, new.body.as_str())?;
     super::federation::map_object(conn, new.remote_id.as_deref(), VoteTarget::Post(id), new.topic_id)?;
     super::media::add_refs(conn, 1, id, new.body.media())?;
     conn.prepare_cached("UPDATE topics SET post_count = post_count + 1 WHERE id = ?1")

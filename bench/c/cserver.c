@@ -109,12 +109,18 @@ static const char *SQL_INSERT =
     "INSERT INTO posts (topic_id, parent_id, author_id, body, body_html, created_at)"
     " VALUES (?1, NULL, ?2, ?3, '<p>'||" ESCAPED("?3") "||'</p>'||char(10), ?4)";
 static const char *SQL_COUNT = "UPDATE topics SET post_count = post_count + 1 WHERE id = ?1";
+/* Pith indexes a new post for search in the same transaction (or queues it
+ * while a bulk load defers the index); so does this design. */
+static const char *SQL_INDEX =
+    "INSERT INTO posts_fts (rowid, body) SELECT ?1, ?2 WHERE NOT (SELECT deferred FROM fts_defer)";
+static const char *SQL_QUEUE = "INSERT INTO fts_queue (posts, command, item, body)"
+                               " SELECT 1, NULL, ?1, ?2 WHERE (SELECT deferred FROM fts_defer)";
 static const char *SQL_POST = "SELECT " POST_JSON " FROM posts p JOIN users u ON u.id = p.author_id WHERE p.id = ?1";
 
 /* One worker's connection and statements, prepared once. */
 struct db {
     sqlite3 *conn;
-    sqlite3_stmt *topic, *user, *body, *state, *banned, *moderates, *insert, *count, *post;
+    sqlite3_stmt *topic, *user, *body, *state, *banned, *moderates, *insert, *count, *index, *queue, *post;
 };
 
 static void die(const char *what, const char *detail) {
@@ -152,6 +158,8 @@ static void db_init(struct db *d) {
     d->moderates = prepare(d->conn, SQL_MODERATES);
     d->insert = prepare(d->conn, SQL_INSERT);
     d->count = prepare(d->conn, SQL_COUNT);
+    d->index = prepare(d->conn, SQL_INDEX);
+    d->queue = prepare(d->conn, SQL_QUEUE);
     d->post = prepare(d->conn, SQL_POST);
 }
 
@@ -246,14 +254,21 @@ static int insert_post(struct db *d, int fd, long long topic, long long user, co
     sqlite3_bind_int64(d->insert, 4, now);
     int rc = sqlite3_step(d->insert);
     sqlite3_reset(d->insert);
+    *id = sqlite3_last_insert_rowid(d->conn);
     sqlite3_bind_int64(d->count, 1, topic);
     if (rc == SQLITE_DONE) rc = sqlite3_step(d->count);
     sqlite3_reset(d->count);
+    sqlite3_stmt *search[2] = {d->index, d->queue};
+    for (int i = 0; i < 2 && rc == SQLITE_DONE; i++) {
+        sqlite3_bind_int64(search[i], 1, *id);
+        sqlite3_bind_text(search[i], 2, text, len, SQLITE_STATIC);
+        rc = sqlite3_step(search[i]);
+        sqlite3_reset(search[i]);
+    }
     if (rc != SQLITE_DONE) {
         error(fd, 500, "Internal Server Error", "internal", "the post could not be stored");
         return 500;
     }
-    *id = sqlite3_last_insert_rowid(d->conn);
     return 0;
 }
 

@@ -559,7 +559,7 @@ async fn the_c_design_serves_pith_json_from_a_seeded_pith_db_and_stores_posts_li
     let db = rusqlite::Connection::open(data.join("pith.db")).expect("open pith.db");
     let found: i64 = db
         .query_row("SELECT rowid FROM posts_fts WHERE posts_fts MATCH 'zyzzyva'", [], |r| r.get(0))
-        .expect("the FTS trigger indexed the post");
+        .expect("the C design indexed the post as Pith does");
     assert_eq!(Some(found), p["id"].as_i64());
 }
 

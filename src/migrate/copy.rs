@@ -131,6 +131,8 @@ pub async fn postgres_to_sqlite(url: &str, dst: &Path) -> anyhow::Result<(Tallie
     // No trigger indexes an inserted post (migration 0017): the copied ones
     // are indexed here, in the same transaction.
     crate::store::sqlite::search_queue::index_unindexed_posts(&txn).context("cannot index the copied posts")?;
+    // The stored unread counts (0018) are not a copied table.
+    crate::store::sqlite::inbox::recount_all_unread(&txn).context("cannot count the unread notifications")?;
     txn.commit().context("cannot commit the copy")?;
     let check = sqlite::open_source(dst)?;
     let mut target = Vec::new();

@@ -188,3 +188,84 @@ async fn the_unread_count_stops_at_a_thousand() {
     assert!(page["items"][0]["excerpt"].as_str().is_some_and(|e| e.starts_with("reply ")), "{page}");
     app.stop().await;
 }
+
+/// SQLite stores each user's unread count (migration 0018): it stays the
+/// count of their unread notifications through replies, marking read by id
+/// and all at once, reading a conversation, and the deletion of senders'
+/// accounts (which takes their notifications), and after a restart.
+#[tokio::test]
+async fn the_stored_unread_count_follows_every_change_to_the_notifications() {
+    use pith::model::{Body, ContentFate, MarkRead, Text, Username};
+    use pith::store::NewPost;
+    let app = spawn_app().await;
+    app.community("raspi").await;
+    let token = app.user("alice").await;
+    let topic = app.topic("raspi", &token, "Counted").await;
+    let store = &app.state.store;
+    let (alice, _) = store.user_credentials("alice".into()).await.expect("read").expect("alice");
+    let mut others = Vec::new();
+    for name in ["bob", "carol", "dave"] {
+        others.push(store.create_user(Username::parse(name).expect("name"), None, false).await.expect("user"));
+    }
+    let text = |s: &str| Text::render(Body::parse(s).expect("body"));
+    for (i, user) in others.iter().enumerate() {
+        for j in 0..=i + 2 {
+            let new = NewPost { topic_id: topic, parent_id: None, body: text(&format!("reply {j}")), remote_id: None };
+            store.create_post(user, new).await.expect("reply");
+        }
+    }
+    // Every user's stored count against a count of the rows, and the store's answer.
+    let db = app.db_path();
+    let check = |step: &'static str| {
+        let conn = rusqlite::Connection::open(&db).expect("open");
+        let rows = |sql: &str| -> Vec<(i64, i64)> {
+            conn.prepare(sql).and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect()).expect(sql)
+        };
+        let stored = rows("SELECT user_id, unread FROM inbox_unread WHERE unread > 0 ORDER BY user_id");
+        let counted =
+            rows("SELECT user_id, count(*) FROM notifications WHERE read = 0 GROUP BY user_id ORDER BY user_id");
+        assert_eq!(stored, counted, "{step}");
+        counted.iter().find(|(u, _)| *u == alice.id).map_or(0, |(_, n)| *n)
+    };
+    assert_eq!(check("replies"), 12);
+    assert_eq!(store.unread_count(alice.id).await.expect("count"), 12);
+
+    let page = store
+        .inbox(alice.id, pith::store::ListInbox { unread_only: false, after: None, limit: 3 })
+        .await
+        .expect("inbox");
+    let mut ids: Vec<i64> = page.items.iter().map(|n| n.id).collect();
+    ids.push(ids[0]); // twice: counted once
+    assert_eq!(store.mark_read(alice.id, MarkRead::Ids(ids.clone())).await.expect("mark"), 9);
+    assert_eq!(store.mark_read(alice.id, MarkRead::Ids(ids)).await.expect("again"), 9, "already read");
+    assert_eq!(store.mark_read(others[0].id, MarkRead::Ids(vec![page.items[0].id])).await.expect("other's"), 0);
+    assert_eq!(check("marked by id"), 9);
+
+    store.send_message(&others[0], "alice".into(), text("hello")).await.expect("message");
+    store.send_message(&others[0], "alice".into(), text("again")).await.expect("message");
+    assert_eq!(check("two messages"), 11);
+    assert_eq!(store.mark_conversation_read(alice.id, others[0].id).await.expect("read"), Some(9));
+    assert_eq!(check("conversation read"), 9);
+    store.send_message(&others[1], "alice".into(), text("from carol")).await.expect("message");
+    assert_eq!(check("a message from carol"), 10);
+
+    // carol's replies (4, some read) and message go with her account; dave's
+    // replies stay (only his messages would go).
+    store.delete_user(others[1].id, ContentFate::Remove).await.expect("delete carol");
+    let left = check("carol deleted");
+    assert_eq!(left, 5, "her 4 replies and her message, all unread, are gone");
+    assert_eq!(store.unread_count(alice.id).await.expect("count"), left);
+    store.delete_user(others[2].id, ContentFate::KeepAnonymous).await.expect("delete dave");
+    assert_eq!(check("dave deleted"), left, "his replies' notifications stay");
+    let dir = app.stop().await;
+    let app = spawn_app_in(dir).await;
+    assert_eq!(app.state.store.unread_count(alice.id).await.expect("count"), left, "after a restart");
+    assert_eq!(app.state.store.mark_read(alice.id, MarkRead::All).await.expect("all"), 0);
+    let db = app.db_path();
+    let stored: i64 = rusqlite::Connection::open(&db)
+        .expect("open")
+        .query_row("SELECT coalesce(sum(unread), 0) FROM inbox_unread WHERE user_id = ?1", [alice.id], |r| r.get(0))
+        .expect("stored");
+    assert_eq!(stored, 0);
+    app.stop().await;
+}

@@ -480,7 +480,7 @@ async fn a_database_from_before_stored_html_gets_it_rendered_and_indexed_when_op
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .expect("check");
-    assert_eq!((version, missing), (17, 0), "every migration applied; every body rendered, every name keyed");
+    assert_eq!((version, missing), (18, 0), "every migration applied; every body rendered, every name keyed");
     let bare: Option<String> =
         conn.query_row("SELECT body_html FROM topics WHERE id = 2", [], |r| r.get(0)).expect("row");
     assert_eq!(bare, None, "a topic without a body has no HTML");

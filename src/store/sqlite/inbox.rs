@@ -51,17 +51,64 @@ pub fn notify(conn: &Connection, notices: &[NewNotice], now: Timestamp) -> Store
             kind: Some(n.kind),
             topic_id: n.topic_id,
             post_id: n.post_id,
-            unread: unread(conn, n.user_id)?,
+            unread: add_unread(conn, n.user_id, 1)?.min(MAX_UNREAD),
         });
     }
     Ok(out)
 }
 
-/// The user's unread count, up to `MAX_UNREAD`.
+/// The user's unread count, up to `MAX_UNREAD`: stored (migration 0018),
+/// kept by every change to `notifications` in this file, `messages.rs`
+/// and `lifecycle.rs`.
 pub fn unread(conn: &Connection, user_id: i64) -> StoreResult<i64> {
-    conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM notifications WHERE user_id = ?1 AND read = 0 LIMIT ?2)")
-        .and_then(|mut s| s.query_row(params![user_id, MAX_UNREAD], |r| r.get(0)))
+    Ok(stored_unread(conn, user_id)?.min(MAX_UNREAD))
+}
+
+fn stored_unread(conn: &Connection, user_id: i64) -> StoreResult<i64> {
+    conn.prepare_cached("SELECT unread FROM inbox_unread WHERE user_id = ?1")
+        .and_then(|mut s| s.query_row([user_id], |r| r.get(0)).optional())
+        .map(|n| n.unwrap_or(0))
         .map_err(map_err)
+}
+
+/// Adds `n` (negative: notifications read or deleted) to the user's
+/// stored count; the count after. Two single-row statements, not an upsert
+/// with RETURNING, which SQLite runs through a temporary table.
+pub fn add_unread(conn: &Connection, user_id: i64, n: i64) -> StoreResult<i64> {
+    if n == 0 {
+        return stored_unread(conn, user_id);
+    }
+    let count = stored_unread(conn, user_id)?.saturating_add(n).max(0);
+    conn.prepare_cached("INSERT OR REPLACE INTO inbox_unread (user_id, unread) VALUES (?1, ?2)")
+        .and_then(|mut s| s.execute(params![user_id, count]))
+        .map_err(map_err)?;
+    Ok(count)
+}
+
+/// Counts the users' unread notifications again, after a change that
+/// touched many users' at once (an account's deletion).
+pub fn recount_unread(conn: &Connection, user_ids: &[i64]) -> StoreResult<()> {
+    let mut count =
+        conn.prepare_cached("SELECT count(*) FROM notifications WHERE user_id = ?1 AND read = 0").map_err(map_err)?;
+    let mut store = conn
+        .prepare_cached("INSERT OR REPLACE INTO inbox_unread (user_id, unread) VALUES (?1, ?2)")
+        .map_err(map_err)?;
+    for &user_id in user_ids {
+        let n: i64 = count.query_row([user_id], |r| r.get(0)).map_err(map_err)?;
+        store.execute(params![user_id, n]).map_err(map_err)?;
+    }
+    Ok(())
+}
+
+/// Every user's count from the notifications themselves (`pith migrate`
+/// into SQLite, which copies the notifications).
+pub fn recount_all_unread(conn: &Connection) -> StoreResult<()> {
+    conn.execute_batch(
+        "DELETE FROM inbox_unread;
+         INSERT INTO inbox_unread (user_id, unread)
+             SELECT user_id, count(*) FROM notifications WHERE read = 0 GROUP BY user_id;",
+    )
+    .map_err(map_err)
 }
 
 pub(super) fn notice_row(r: &Row<'_>) -> rusqlite::Result<Notice> {
@@ -103,7 +150,7 @@ pub fn inbox(conn: &Connection, user_id: i64, q: &ListInbox) -> StoreResult<Inbo
 /// Marks the user's notifications read (ids of others' are ignored);
 /// returns their unread count after.
 pub fn mark_read(conn: &Connection, user_id: i64, mark: &MarkRead) -> StoreResult<i64> {
-    match mark {
+    let marked = match mark {
         MarkRead::All => conn
             .prepare_cached("UPDATE notifications SET read = 1 WHERE user_id = ?1 AND read = 0")
             .and_then(|mut s| s.execute([user_id])),
@@ -112,5 +159,5 @@ pub fn mark_read(conn: &Connection, user_id: i64, mark: &MarkRead) -> StoreResul
             .and_then(|mut s| ids.iter().try_fold(0, |n, id| Ok(n + s.execute(params![user_id, id])?))),
     }
     .map_err(map_err)?;
-    unread(conn, user_id)
+    Ok(add_unread(conn, user_id, -(marked as i64))?.min(MAX_UNREAD))
 }

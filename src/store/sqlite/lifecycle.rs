@@ -68,6 +68,11 @@ pub fn delete_user(conn: &Connection, user_id: i64, fate: ContentFate, now: Time
         .and_then(|mut s| s.query_map([user_id], |r| r.get(0))?.collect())
         .map_err(map_err)?;
     super::media::drop_user(conn, user_id, fate == ContentFate::Remove, now)?;
+    // Whose stored unread counts the deletions below may change (0018).
+    let recipients: Vec<i64> = conn
+        .prepare_cached("SELECT DISTINCT user_id FROM notifications WHERE from_id = ?1 AND read = 0")
+        .and_then(|mut s| s.query_map([user_id], |r| r.get(0))?.collect())
+        .map_err(map_err)?;
     let mut statements: Vec<&str> = Vec::new();
     if fate == ContentFate::Remove {
         statements.extend([
@@ -83,6 +88,10 @@ pub fn delete_user(conn: &Connection, user_id: i64, fate: ContentFate, now: Time
     for sql in statements.into_iter().chain(purge.iter().map(String::as_str)) {
         conn.prepare_cached(sql).and_then(|mut s| s.execute([user_id])).map_err(map_err)?;
     }
+    super::inbox::recount_unread(conn, &recipients)?;
+    conn.prepare_cached("DELETE FROM inbox_unread WHERE user_id = ?1")
+        .and_then(|mut s| s.execute([user_id]))
+        .map_err(map_err)?;
     conn.prepare_cached(
         "UPDATE users SET deleted_at = ?2, password_hash = NULL, is_admin = 0, totp_secret = NULL, \
          totp_pending = NULL WHERE id = ?1",

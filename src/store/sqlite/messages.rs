@@ -164,7 +164,8 @@ pub fn mark_conversation_read(conn: &Connection, user_id: i64, other_id: i64) ->
     if notices == 0 {
         return Ok(None);
     }
-    super::inbox::unread(conn, user_id).map(Some)
+    let left = super::inbox::add_unread(conn, user_id, -(notices as i64))?;
+    Ok(Some(left.min(crate::model::inbox::MAX_UNREAD)))
 }
 
 /// A report's columns, then its message's (`MESSAGE_COLS` at 7).

@@ -710,14 +710,60 @@ pub fn media(source: &str) -> Vec<String> {
 /// cut to at most `max` characters (with `…` when cut): a notification's
 /// excerpt.
 pub fn excerpt(source: &str, max: usize) -> String {
-    let mut words = String::new();
-    let mut space = false;
+    let mut excerpt = Excerpt::new(max, source.len());
     for event in Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH) {
+        excerpt.see(&event);
+        // Enough to cut from: stop reading a long source.
+        if excerpt.full() {
+            break;
+        }
+    }
+    excerpt.finish()
+}
+
+/// `render_all` and `excerpt` from one parse of the source: a new post or
+/// topic needs both, and parsing twice was a third of its rendering.
+pub fn render_with_excerpt(source: &str, max: usize) -> (Rendered, String) {
+    let mut excerpt = Excerpt::new(max, source.len());
+    let parser = Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH)
+        .inspect(|event| excerpt.see(event));
+    let mut events = Tame::new(parser);
+    let mut out = Writer::new(max_len(source.len()));
+    if out.run(events.by_ref()).is_err() || events.too_deep {
+        // The render stopped before the end of the events: the excerpt
+        // reads them all.
+        drop(events);
+        return (Rendered { html: plain(source), ..Rendered::default() }, self::excerpt(source, max));
+    }
+    let rendered = Rendered {
+        html: out.html,
+        mentions: std::mem::take(&mut events.mentions),
+        media: std::mem::take(&mut events.media),
+    };
+    drop(events);
+    (rendered, excerpt.finish())
+}
+
+/// An excerpt built from the parser's events, as they are read.
+struct Excerpt {
+    words: String,
+    /// A space is due before the next character.
+    space: bool,
+    max: usize,
+}
+
+impl Excerpt {
+    /// `source_len`: the source's length, which bounds the text's.
+    fn new(max: usize, source_len: usize) -> Self {
+        Excerpt { words: String::with_capacity(source_len.min(max * 4 + 16)), space: false, max }
+    }
+
+    fn see(&mut self, event: &Event<'_>) {
         let text = match event {
             Event::Text(t) | Event::Code(t) | Event::Html(t) | Event::InlineHtml(t) => t,
             Event::SoftBreak | Event::HardBreak | Event::Rule => {
-                space = true;
-                continue;
+                self.space = true;
+                return;
             }
             Event::End(
                 TagEnd::Paragraph
@@ -728,34 +774,41 @@ pub fn excerpt(source: &str, max: usize) -> String {
                 | TagEnd::HtmlBlock
                 | TagEnd::BlockQuote(_),
             ) => {
-                space = true;
-                continue;
+                self.space = true;
+                return;
             }
-            _ => continue,
+            _ => return,
         };
-        for c in text.chars() {
-            if c.is_whitespace() || c.is_control() {
-                space = true;
+        if self.full() {
+            return;
+        }
+        // A run of whitespace or control characters becomes one space,
+        // before the next word: each piece after the first follows one.
+        for (i, piece) in text.split(|c: char| c.is_whitespace() || c.is_control()).enumerate() {
+            self.space |= i > 0;
+            if piece.is_empty() {
                 continue;
             }
-            if std::mem::take(&mut space) && !words.is_empty() {
-                words.push(' ');
+            if std::mem::take(&mut self.space) && !self.words.is_empty() {
+                self.words.push(' ');
             }
-            words.push(c);
-        }
-        // Enough to cut from: stop reading a long source.
-        if words.len() > max * 4 + 8 {
-            break;
+            self.words.push_str(piece);
         }
     }
-    match words.char_indices().nth(max) {
-        None => words,
-        Some(_) => {
-            let cut = words.char_indices().nth(max.saturating_sub(1)).map_or(words.len(), |(i, _)| i);
-            let mut out = words[..cut].trim_end().to_owned();
-            out.push('…');
-            out
+
+    /// Enough text to cut the excerpt from.
+    fn full(&self) -> bool {
+        self.words.len() > self.max * 4 + 8
+    }
+
+    fn finish(self) -> String {
+        let mut words = self.words;
+        if words.char_indices().nth(self.max).is_some() {
+            let cut = words.char_indices().nth(self.max.saturating_sub(1)).map_or(words.len(), |(i, _)| i);
+            words.truncate(words[..cut].trim_end().len());
+            words.push('…');
         }
+        words
     }
 }
 
@@ -1248,5 +1301,39 @@ pub(crate) mod tests {
         assert_eq!(excerpt("# Hi\n\n*there*, `you`\n\n<b>x</b>", 140), "Hi there, you <b>x</b>");
         assert_eq!(excerpt("one two three", 7), "one tw…");
         assert_eq!(excerpt(&"é".repeat(300), 140).chars().count(), 140);
+        assert_eq!(excerpt("  lead\u{7}and \t\n  trail  \n\nnext", 140), "lead and trail next");
+        assert_eq!(excerpt("a\n\n- b\n- c\n\n> d", 140), "a b c d");
+        assert_eq!(excerpt("one two three", 8), "one two…");
+        assert_eq!(excerpt("one two three", 13), "one two three");
+        assert_eq!(excerpt("", 140), "");
+    }
+
+    /// One parse gives what the two did: the same rendering and the same
+    /// excerpt, also where the render stops early (too deep) or falls back
+    /// to plain text.
+    #[test]
+    fn render_with_excerpt_is_render_all_and_excerpt() {
+        let long = "word ".repeat(2000);
+        let deep = format!("{}deep", "> ".repeat(MAX_DEPTH + 5));
+        let sources = [
+            "",
+            "plain",
+            "# Hi\n\n*there*, `you`\n\n<b>x</b> and <script>x</script>",
+            "@alice and @Bob_2 wrote\nsoft\nbreaks  \nhard one",
+            "![pic](/media/abc.webp) [link](https://example.com \"t\") ~~gone~~",
+            "| a | b |\n|---|---|\n| 1 | 2 |\n\n```\n@notme code\n```\n\n---\n\n- item\n- two",
+            "> quote\n>> nested <i>html</i>\n\n<div>block</div>",
+            long.as_str(),
+            deep.as_str(),
+        ];
+        // The deep one is past the render's bound: shown as plain text.
+        assert!(render_all(&deep).html.starts_with("<p>&gt; &gt; "), "{:?}", render_all(&deep).html);
+        for source in sources {
+            for max in [1, 7, 140] {
+                let (rendered, made) = render_with_excerpt(source, max);
+                assert_eq!(rendered, render_all(source), "{source:?}");
+                assert_eq!(made, excerpt(source, max), "{source:?} at {max}");
+            }
+        }
     }
 }

@@ -345,8 +345,7 @@ pub struct Text {
 impl Text {
     /// Renders `source` here, on this thread.
     pub fn render(source: Body) -> Text {
-        let out = crate::markdown::render_all(source.as_str());
-        let excerpt = crate::markdown::excerpt(source.as_str(), inbox::EXCERPT_CHARS);
+        let (out, excerpt) = crate::markdown::render_with_excerpt(source.as_str(), inbox::EXCERPT_CHARS);
         Text { source, html: out.html, mentions: out.mentions, media: out.media, excerpt }
     }
 

@@ -78,12 +78,29 @@ pub struct Rendered {
 /// `render`, with the mentions and the site's pictures the body uses (none
 /// of either when the source is shown as plain text).
 pub fn render_all(source: &str) -> Rendered {
-    let mut events = Tame::new(Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH));
+    render_events(source, parser(source)).unwrap_or_else(|| plain_rendered(source))
+}
+
+/// The events of a Markdown source, with the extensions Pith renders.
+fn parser(source: &str) -> Parser<'_> {
+    Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH)
+}
+
+/// Renders the events of `source`; `None` when the render stopped before
+/// their end (nested past `MAX_DEPTH`, or past the size bound), for the
+/// caller to show the source as plain text.
+fn render_events<'a>(source: &str, events: impl Iterator<Item = Event<'a>>) -> Option<Rendered> {
+    let mut events = Tame::new(events);
     let mut out = Writer::new(max_len(source.len()));
     if out.run(events.by_ref()).is_err() || events.too_deep {
-        return Rendered { html: plain(source), ..Rendered::default() };
+        return None;
     }
-    Rendered { html: out.html, mentions: events.mentions, media: events.media }
+    Some(Rendered { html: out.html, mentions: events.mentions, media: events.media })
+}
+
+/// The plain-text fallback as a rendering: no mentions, no pictures.
+fn plain_rendered(source: &str) -> Rendered {
+    Rendered { html: plain(source), ..Rendered::default() }
 }
 
 /// The site's own picture a URL names: `/media/NAME` with a name
@@ -692,7 +709,7 @@ fn find_mentions(text: &str, mut after_word: bool) -> Vec<std::ops::Range<usize>
 /// first mention: the mentions `render` makes links of (none in code or in
 /// links).
 pub fn mentions(source: &str) -> Vec<String> {
-    let mut events = Tame::new(Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH));
+    let mut events = Tame::new(parser(source));
     events.by_ref().for_each(drop);
     events.mentions
 }
@@ -701,7 +718,7 @@ pub fn mentions(source: &str) -> Vec<String> {
 /// by their full-size names, each once: `render_all`'s `media` without
 /// the HTML.
 pub fn media(source: &str) -> Vec<String> {
-    let mut events = Tame::new(Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH));
+    let mut events = Tame::new(parser(source));
     events.by_ref().for_each(drop);
     if events.too_deep { Vec::new() } else { events.media }
 }
@@ -711,7 +728,7 @@ pub fn media(source: &str) -> Vec<String> {
 /// excerpt.
 pub fn excerpt(source: &str, max: usize) -> String {
     let mut excerpt = Excerpt::new(max, source.len());
-    for event in Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH) {
+    for event in parser(source) {
         excerpt.see(&event);
         // Enough to cut from: stop reading a long source.
         if excerpt.full() {
@@ -725,23 +742,12 @@ pub fn excerpt(source: &str, max: usize) -> String {
 /// topic needs both, and parsing twice was a third of its rendering.
 pub fn render_with_excerpt(source: &str, max: usize) -> (Rendered, String) {
     let mut excerpt = Excerpt::new(max, source.len());
-    let parser = Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH)
-        .inspect(|event| excerpt.see(event));
-    let mut events = Tame::new(parser);
-    let mut out = Writer::new(max_len(source.len()));
-    if out.run(events.by_ref()).is_err() || events.too_deep {
+    match render_events(source, parser(source).inspect(|event| excerpt.see(event))) {
+        Some(rendered) => (rendered, excerpt.finish()),
         // The render stopped before the end of the events: the excerpt
         // reads them all.
-        drop(events);
-        return (Rendered { html: plain(source), ..Rendered::default() }, self::excerpt(source, max));
+        None => (plain_rendered(source), self::excerpt(source, max)),
     }
-    let rendered = Rendered {
-        html: out.html,
-        mentions: std::mem::take(&mut events.mentions),
-        media: std::mem::take(&mut events.media),
-    };
-    drop(events);
-    (rendered, excerpt.finish())
 }
 
 /// An excerpt built from the parser's events, as they are read.
@@ -874,7 +880,7 @@ pub(crate) mod tests {
     /// tamed events, then the sanitizer.
     fn rendered_then_sanitized(source: &str) -> Option<String> {
         let mut html = String::new();
-        let mut events = Tame::new(Parser::new_ext(source, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH));
+        let mut events = Tame::new(parser(source));
         pulldown_cmark::html::push_html(&mut html, events.by_ref());
         (!events.too_deep).then(|| sanitizer().clean(&html).to_string())
     }

@@ -51,7 +51,7 @@ pub fn notify(conn: &Connection, notices: &[NewNotice], now: Timestamp) -> Store
             kind: Some(n.kind),
             topic_id: n.topic_id,
             post_id: n.post_id,
-            unread: add_unread(conn, n.user_id, 1)?.min(MAX_UNREAD),
+            unread: add_unread(conn, n.user_id, 1)?,
         });
     }
     Ok(out)
@@ -72,30 +72,31 @@ fn stored_unread(conn: &Connection, user_id: i64) -> StoreResult<i64> {
 }
 
 /// Adds `n` (negative: notifications read or deleted) to the user's
-/// stored count; the count after. Two single-row statements, not an upsert
-/// with RETURNING, which SQLite runs through a temporary table.
+/// stored count; the count after, up to `MAX_UNREAD`. Two single-row
+/// statements, not an upsert with RETURNING, which SQLite runs through a
+/// temporary table.
 pub fn add_unread(conn: &Connection, user_id: i64, n: i64) -> StoreResult<i64> {
-    if n == 0 {
-        return stored_unread(conn, user_id);
+    let mut count = stored_unread(conn, user_id)?;
+    if n != 0 {
+        count = count.saturating_add(n).max(0);
+        conn.prepare_cached("INSERT OR REPLACE INTO inbox_unread (user_id, unread) VALUES (?1, ?2)")
+            .and_then(|mut s| s.execute(params![user_id, count]))
+            .map_err(map_err)?;
     }
-    let count = stored_unread(conn, user_id)?.saturating_add(n).max(0);
-    conn.prepare_cached("INSERT OR REPLACE INTO inbox_unread (user_id, unread) VALUES (?1, ?2)")
-        .and_then(|mut s| s.execute(params![user_id, count]))
-        .map_err(map_err)?;
-    Ok(count)
+    Ok(count.min(MAX_UNREAD))
 }
 
 /// Counts the users' unread notifications again, after a change that
 /// touched many users' at once (an account's deletion).
 pub fn recount_unread(conn: &Connection, user_ids: &[i64]) -> StoreResult<()> {
-    let mut count =
-        conn.prepare_cached("SELECT count(*) FROM notifications WHERE user_id = ?1 AND read = 0").map_err(map_err)?;
-    let mut store = conn
-        .prepare_cached("INSERT OR REPLACE INTO inbox_unread (user_id, unread) VALUES (?1, ?2)")
+    let mut recount = conn
+        .prepare_cached(
+            "INSERT OR REPLACE INTO inbox_unread (user_id, unread) \
+             SELECT ?1, count(*) FROM notifications WHERE user_id = ?1 AND read = 0",
+        )
         .map_err(map_err)?;
     for &user_id in user_ids {
-        let n: i64 = count.query_row([user_id], |r| r.get(0)).map_err(map_err)?;
-        store.execute(params![user_id, n]).map_err(map_err)?;
+        recount.execute([user_id]).map_err(map_err)?;
     }
     Ok(())
 }
@@ -159,5 +160,5 @@ pub fn mark_read(conn: &Connection, user_id: i64, mark: &MarkRead) -> StoreResul
             .and_then(|mut s| ids.iter().try_fold(0, |n, id| Ok(n + s.execute(params![user_id, id])?))),
     }
     .map_err(map_err)?;
-    Ok(add_unread(conn, user_id, -(marked as i64))?.min(MAX_UNREAD))
+    add_unread(conn, user_id, -(marked as i64))
 }

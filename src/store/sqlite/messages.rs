@@ -164,8 +164,7 @@ pub fn mark_conversation_read(conn: &Connection, user_id: i64, other_id: i64) ->
     if notices == 0 {
         return Ok(None);
     }
-    let left = super::inbox::add_unread(conn, user_id, -(notices as i64))?;
-    Ok(Some(left.min(crate::model::inbox::MAX_UNREAD)))
+    super::inbox::add_unread(conn, user_id, -(notices as i64)).map(Some)
 }
 
 /// A report's columns, then its message's (`MESSAGE_COLS` at 7).

@@ -8,7 +8,10 @@
 # a request cheaper, or the server smaller? For each run it reports the
 # rate, the server's CPU per request, the CPU seconds of each of the
 # server's threads by name (a steadier A/B figure than the rate on a
-# shared box), and the peak RSS split into anonymous and file-backed.
+# shared box), the peak RSS split into anonymous and file-backed, and the
+# bytes the server had written to storage (/proc/PID/io `write_bytes`: WAL
+# frames and checkpoints; 0 on a tmpfs) per write it committed
+# (`pith_writer_batch_size_sum` from /metrics).
 #
 # Usage: bench/ab.sh LABEL=BINARY [LABEL=BINARY ...]
 #   e.g. bench/ab.sh before=/tmp/pith-old after=target/release/pith
@@ -95,11 +98,15 @@ for round in $(seq "$REPEAT"); do
             >"$OUT/$run.json" 2>"$OUT/$run.bench.log"
         threads=$(thread_cpu "$pid")
         status=$(cat /proc/"$pid"/status)
+        disk=$(awk '$1 == "write_bytes:" {print $2}' /proc/"$pid"/io 2>/dev/null || true)
+        committed=$(curl -fsS "http://127.0.0.1:$PORT/metrics" 2>/dev/null |
+            awk '$1 == "pith_writer_batch_size_sum" {print $2}' || true)
         kb() { awk -v k="$1:" '$1 == k {print $2}' <<<"$status"; }
         stop_pids
-        ROWS+=("$(python3 - "$OUT/$run.json" "$label" "$round" "$(kb VmHWM)" "$(kb RssAnon)" "$(kb RssFile)" "$threads" <<'PY'
+        ROWS+=("$(python3 - "$OUT/$run.json" "$label" "$round" "$(kb VmHWM)" "$(kb RssAnon)" "$(kb RssFile)" "$threads" \
+            "${disk:-0}" "${committed:-0}" <<'PY'
 import json, sys
-path, label, round_, hwm, anon, file_, threads = sys.argv[1:]
+path, label, round_, hwm, anon, file_, threads, disk, committed = sys.argv[1:]
 d = json.load(open(path))
 t = d["total"]["requests_per_s"]
 w = d["writes"]["status"]
@@ -107,7 +114,8 @@ bad = sum(n for k, n in d["reads"]["status"].items() if k != "2xx") + sum(n for 
 r = d["reads"]["latency_ms"]
 print(f"| {label} | {round_} | {t:,.0f} | {d['server_cpu_percent'] / 100 * 1e6 / t:.2f} | {r['p50']}ms | {r['p99']}ms "
       f"| {w.get('2xx', 0):,} | {int(hwm) / 1024:.0f} MB | {int(anon) / 1024:.0f} MB | {int(file_) / 1024:.0f} MB "
-      f"| {bad + d['total']['errors']} | {threads.strip()} |")
+      f"| {bad + d['total']['errors']} | {threads.strip()} "
+      f"| {int(disk) / 1024 / float(committed) if float(committed) else 0:.1f} |")
 PY
 )")
     done
@@ -117,6 +125,6 @@ echo "### bench/ab.sh: $DATASET (scale $SCALE, $TOPICS topics), $CONNECTIONS con
 echo
 echo "Machine: $(nproc) cores, $(uname -r); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown); load generator and server share the cores."
 echo
-echo "| build | round | req/s | server µs/req | read p50 | read p99 | posts | peak RSS | anon at end | file at end | non-2xx + errors | server CPU by thread |"
-echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+echo "| build | round | req/s | server µs/req | read p50 | read p99 | posts | peak RSS | anon at end | file at end | non-2xx + errors | server CPU by thread | disk KB per write |"
+echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|"
 printf '%s\n' "${ROWS[@]}"

@@ -88,7 +88,7 @@ static const char *SQL_TOPIC =
     "'url',CASE WHEN t.deleted THEN NULL ELSE t.url END,"
     "'created_at'," RFC3339("t.created_at") ",'edited_at'," RFC3339("t.edited_at") ","
     "'deleted'," BOOL("t.deleted") ",'removed'," BOOL("t.removed") ",'locked'," BOOL("t.locked") ","
-    "'score',t.score,'post_count',t.post_count)"
+    "'score',t.score,'post_count',coalesce((SELECT post_count FROM topic_counts WHERE topic_id = t.id),0))"
     "||',\"posts\":['||coalesce((SELECT group_concat(j,',') FROM (SELECT " LISTED_POST_JSON " AS j"
     " FROM posts p JOIN users u ON u.id = p.author_id WHERE p.topic_id = t.id"
     " ORDER BY p.score DESC, p.id ASC)),'')||']}'"
@@ -108,7 +108,9 @@ static const char *SQL_MODERATES =
 static const char *SQL_INSERT =
     "INSERT INTO posts (topic_id, parent_id, author_id, body, body_html, created_at)"
     " VALUES (?1, NULL, ?2, ?3, '<p>'||" ESCAPED("?3") "||'</p>'||char(10), ?4)";
-static const char *SQL_COUNT = "UPDATE topics SET post_count = post_count + 1 WHERE id = ?1";
+/* A topic's count of posts is a row of its own (Pith's migration 0019). */
+static const char *SQL_COUNT = "INSERT INTO topic_counts (topic_id, post_count) VALUES (?1, 1)"
+                               " ON CONFLICT (topic_id) DO UPDATE SET post_count = post_count + 1";
 /* Pith indexes a new post for search in the same transaction (or queues it
  * while a bulk load defers the index); so does this design. */
 static const char *SQL_INDEX =

@@ -12,6 +12,7 @@ pub const TABLES: &[&str] = &[
     "tokens",
     "communities",
     "topics",
+    "topic_counts",
     "posts",
     "votes",
     "saves",

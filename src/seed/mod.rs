@@ -181,6 +181,10 @@ pub struct SeedStats {
     pub votes: usize,
 }
 
+/// Each topic's count of posts, once they are all in (both backends).
+pub const COUNT_POSTS: &str =
+    "INSERT INTO topic_counts (topic_id, post_count) SELECT topic_id, count(*) FROM posts GROUP BY topic_id";
+
 /// Fills the (empty) database at `path` with `shape`, deterministically.
 /// Bodies are stored with their HTML, rendered as the server renders them,
 /// so the server has nothing to backfill when it opens the result.
@@ -221,6 +225,7 @@ pub fn seed(path: &Path, shape: &Shape, seed: u64) -> anyhow::Result<SeedStats> 
         let mut rows = SqliteRows::new(&tx, to_render)?;
         let stats = fill(&mut rows, shape, seed)?;
         rows.finish()?;
+        tx.execute(COUNT_POSTS, [])?;
         anyhow::Ok(stats)
     })?;
     tx.commit()?;
@@ -294,7 +299,6 @@ pub fn fill(rows: &mut impl Rows, shape: &Shape, seed: u64) -> anyhow::Result<Se
             created_at: created,
             score: topic_votes.0,
             hot: hot_rank(topic_votes.0, created),
-            post_count: n_posts as i64,
         })?;
         let first_post = post_id + 1;
         for i in 0..n_posts {
@@ -370,7 +374,6 @@ pub struct TopicRow {
     pub created_at: i64,
     pub score: i64,
     pub hot: f64,
-    pub post_count: i64,
 }
 
 pub struct PostRow {
@@ -467,8 +470,8 @@ impl<'c> SqliteRows<'c> {
                  VALUES (?1, ?2, ?3, ?4, 1, ?5)",
             )?,
             topic: conn.prepare(
-                "INSERT INTO topics (id, community_id, author_id, title, body, body_html, created_at, score, hot, \
-                 post_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "INSERT INTO topics (id, community_id, author_id, title, body, body_html, created_at, score, hot) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?,
             post: conn.prepare(
                 "INSERT INTO posts (id, topic_id, parent_id, author_id, body, body_html, created_at, score) \
@@ -548,8 +551,7 @@ impl<'c> SqliteRows<'c> {
                         next_html()?,
                         r.created_at,
                         r.score,
-                        r.hot,
-                        r.post_count
+                        r.hot
                     ])?;
                 }
                 Row::Post(r) => {

@@ -50,6 +50,7 @@ pub fn seed(url: &str, shape: &Shape, seed: u64) -> anyhow::Result<SeedStats> {
                 )
                 .await?;
         }
+        client.execute(super::COUNT_POSTS, &[]).await?;
         client.batch_execute("COMMIT; ANALYZE").await?;
         anyhow::Ok(())
     })?;
@@ -107,8 +108,8 @@ impl CopyRows<'_> {
             let topic_html: Vec<String> = b.topics.iter().map(|t| crate::markdown::render(&t.body)).collect();
             copy(
                 client,
-                "COPY topics (id, community_id, author_id, title, body, body_html, created_at, score, hot, \
-                 post_count) FROM STDIN BINARY",
+                "COPY topics (id, community_id, author_id, title, body, body_html, created_at, score, hot) \
+                 FROM STDIN BINARY",
                 &[
                     Type::INT8,
                     Type::INT8,
@@ -119,7 +120,6 @@ impl CopyRows<'_> {
                     Type::INT8,
                     Type::INT8,
                     Type::FLOAT8,
-                    Type::INT8,
                 ],
                 b.topics.iter().zip(&topic_html).map(|(t, html)| {
                     vec![
@@ -132,7 +132,6 @@ impl CopyRows<'_> {
                         &t.created_at,
                         &t.score,
                         &t.hot,
-                        &t.post_count,
                     ]
                 }),
             )

@@ -160,6 +160,9 @@ async fn bench_ab_runs_each_build_on_a_fresh_copy_and_tabulates_rate_cpu_and_mem
         assert!(number(8) > 0.0 && number(9) > 0.0, "peak RSS and anonymous memory: {row:?}");
         assert_eq!(row[11], "0", "no errors: {row:?}");
         assert!(row[12].contains("pith-writer=") && row[12].contains("tokio-rt-worker="), "threads by name: {row:?}");
+        // Written to storage per committed write: WAL frames of 4 KB and more
+        // (the test's data lives on this machine's ext4, not a tmpfs).
+        assert!(number(13) >= 4.0, "disk KB per write: {row:?}");
     }
     let usage = tokio::process::Command::new("bash").arg(&script).arg("not-a-pair").output().await.expect("run");
     assert_eq!(usage.status.code(), Some(2));

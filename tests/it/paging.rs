@@ -19,6 +19,10 @@ use crate::support::pg::TestDb;
 
 /// Posts in the huge topic: about what the issue's probe made.
 const HUGE: i64 = 100_000;
+
+/// Adds `$2` posts to topic `$1`'s count (PostgreSQL's `topic_counts`).
+const COUNT_PG: &str = "INSERT INTO topic_counts (topic_id, post_count) VALUES ($1, $2) \
+     ON CONFLICT (topic_id) DO UPDATE SET post_count = topic_counts.post_count + $2";
 /// Of which the last are long (2,000 characters, ~4 KB with their HTML),
 /// so that later pages end on bytes rather than on their count.
 const LONG: i64 = 10_000;
@@ -56,7 +60,8 @@ impl Raw<'_> {
                 )
                 .expect("insert posts");
                 conn.execute(
-                    "UPDATE topics SET post_count = post_count + ?2 WHERE id = ?1",
+                    "INSERT INTO topic_counts (topic_id, post_count) VALUES (?1, ?2) \
+                     ON CONFLICT (topic_id) DO UPDATE SET post_count = post_count + ?2",
                     rusqlite::params![topic, count],
                 )
                 .expect("count");
@@ -73,9 +78,7 @@ impl Raw<'_> {
                 )
                 .await
                 .expect("insert posts");
-                c.execute("UPDATE topics SET post_count = post_count + $2 WHERE id = $1", &[&topic, &count])
-                    .await
-                    .expect("count");
+                c.execute(COUNT_PG, &[&topic, &count]).await.expect("count");
             }
         }
     }
@@ -99,7 +102,8 @@ impl Raw<'_> {
                 )
                 .expect("insert chain");
                 conn.execute(
-                    "UPDATE topics SET post_count = post_count + ?2 WHERE id = ?1",
+                    "INSERT INTO topic_counts (topic_id, post_count) VALUES (?1, ?2) \
+                     ON CONFLICT (topic_id) DO UPDATE SET post_count = post_count + ?2",
                     rusqlite::params![topic, depth],
                 )
                 .expect("count");
@@ -122,9 +126,7 @@ impl Raw<'_> {
                 c.execute("SELECT setval(pg_get_serial_sequence('posts', 'id'), (SELECT max(id) FROM posts))", &[])
                     .await
                     .expect("setval");
-                c.execute("UPDATE topics SET post_count = post_count + $2 WHERE id = $1", &[&topic, &depth])
-                    .await
-                    .expect("count");
+                c.execute(COUNT_PG, &[&topic, &depth]).await.expect("count");
                 first
             }
         };

@@ -121,16 +121,16 @@ async fn pith_seed_and_user_add_work_on_a_postgres_url() {
     let sqlite = rusqlite::Connection::open(&path).expect("open");
     let sqlite_sum: (i64, i64, f64, String) = sqlite
         .query_row(
-            "SELECT sum(id * score), sum(post_count), sum(hot), group_concat(title, '|') FROM \
-             (SELECT * FROM topics ORDER BY id)",
+            "SELECT sum(id * score), sum(coalesce(n.post_count, 0)), sum(hot), group_concat(title, '|') FROM \
+             (SELECT * FROM topics ORDER BY id) t LEFT JOIN topic_counts n ON n.topic_id = t.id",
             [],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
         .expect("sqlite sums");
     let pg = client
         .query_one(
-            "SELECT sum(id * score)::bigint, sum(post_count)::bigint, sum(hot), string_agg(title, '|' ORDER BY id) \
-             FROM topics",
+            "SELECT sum(id * score)::bigint, sum(coalesce(n.post_count, 0))::bigint, sum(hot), \
+             string_agg(title, '|' ORDER BY id) FROM topics t LEFT JOIN topic_counts n ON n.topic_id = t.id",
             &[],
         )
         .await

@@ -418,7 +418,8 @@ fn old_database(path: &std::path::Path) {
              VALUES (1, 1, 1, 'An **olden** reply', 0), (2, 1, 1, 'olden but removed', 0), (3, 1, 1, '', 0),
                     (4, 3, 1, 'olden in a removed topic', 0);
          UPDATE posts SET removed = 1 WHERE id = 2;
-         UPDATE posts SET deleted = 1 WHERE id = 3;",
+         UPDATE posts SET deleted = 1 WHERE id = 3;
+         UPDATE topics SET post_count = CASE id WHEN 1 THEN 1003 WHEN 3 THEN 1 ELSE 0 END;",
     )
     .expect("fill");
     let extra: Vec<String> = (5..1005).map(|i| format!("({i}, 1, 1, 'filler {i} with _some_ markdown', 0)")).collect();
@@ -455,6 +456,7 @@ async fn a_database_from_before_stored_html_gets_it_rendered_and_indexed_when_op
     assert_eq!((posts[2].id, posts[2].body_html.as_str()), (3, ""), "deleted");
     assert_eq!(posts[500].id, 502);
     assert_eq!(posts[500].body_html, "<p>filler 502 with <em>some</em> markdown</p>\n");
+    assert_eq!(topic.post_count, 1003, "the count moved out of the topic's row (0019)");
     let search = |text: &str, kind| pith::store::Search {
         text: text.into(),
         kind,
@@ -480,7 +482,16 @@ async fn a_database_from_before_stored_html_gets_it_rendered_and_indexed_when_op
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .expect("check");
-    assert_eq!((version, missing), (18, 0), "every migration applied; every body rendered, every name keyed");
+    assert_eq!((version, missing), (19, 0), "every migration applied; every body rendered, every name keyed");
+    let counts: Vec<(i64, i64)> = conn
+        .prepare("SELECT topic_id, post_count FROM topic_counts ORDER BY topic_id")
+        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .expect("counts");
+    assert_eq!(counts, [(1, 1003), (3, 1)], "a row per topic with posts");
+    let old_column: i64 = conn
+        .query_row("SELECT count(*) FROM pragma_table_info('topics') WHERE name = 'post_count'", [], |r| r.get(0))
+        .expect("columns");
+    assert_eq!(old_column, 0, "topics no longer carries the count");
     let bare: Option<String> =
         conn.query_row("SELECT body_html FROM topics WHERE id = 2", [], |r| r.get(0)).expect("row");
     assert_eq!(bare, None, "a topic without a body has no HTML");

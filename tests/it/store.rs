@@ -616,7 +616,7 @@ async fn the_postgres_store_tells_the_whole_story_and_keeps_it_across_a_reconnec
     let profile = store.profile("bob".into()).await.expect("profile");
     assert_eq!(profile.topics[0].body.as_deref(), Some("Which microSD card?"));
     let applied = db.client().await.query_one("SELECT count(*) FROM pith_migrations", &[]).await.expect("count");
-    assert_eq!(applied.get::<_, i64>(0), 15);
+    assert_eq!(applied.get::<_, i64>(0), 16);
     store.shutdown().await;
 }
 

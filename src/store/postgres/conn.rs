@@ -28,6 +28,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (13, include_str!("../../../migrations/postgres/0013_federation_content.sql")),
     (14, include_str!("../../../migrations/postgres/0014_federation_following.sql")),
     (15, include_str!("../../../migrations/postgres/0015_community_topic_count.sql")),
+    (16, include_str!("../../../migrations/postgres/0016_topic_counts.sql")),
 ];
 
 /// Any number: every node takes this advisory lock to migrate, so nodes

@@ -19,9 +19,9 @@ pub fn user_row(r: &Row) -> StoreResult<User> {
 
 /// A deleted account's name is shown nowhere (its row keeps it, reserved).
 pub const TOPIC_COLS: &str = "t.id, c.name, CASE WHEN u.deleted_at IS NULL THEN u.name END, t.title, t.body, t.url, t.created_at, t.edited_at, \
-     t.deleted, t.score, t.post_count, t.hot, t.community_id, t.author_id, t.removed, t.locked, t.body_html";
-pub const TOPIC_FROM: &str =
-    "FROM topics t JOIN communities c ON c.id = t.community_id JOIN users u ON u.id = t.author_id";
+     t.deleted, t.score, coalesce(n.post_count, 0), t.hot, t.community_id, t.author_id, t.removed, t.locked, t.body_html";
+pub const TOPIC_FROM: &str = "FROM topics t JOIN communities c ON c.id = t.community_id JOIN users u ON u.id = t.author_id \
+     LEFT JOIN topic_counts n ON n.topic_id = t.id";
 
 pub fn topic_row(r: &Row) -> StoreResult<Topic> {
     let deleted: bool = col(r, 8)?;

@@ -233,8 +233,8 @@ pub async fn create_post(
     html: &str,
     now: Timestamp,
 ) -> StoreResult<Post> {
-    // FOR NO KEY UPDATE, not FOR SHARE: this reply bumps the topic's counts
-    // below, and two replies that each held a share lock would deadlock
+    // FOR NO KEY UPDATE, not FOR SHARE: this reply bumps the topic's count
+    // of posts below (topic_counts), and two replies that each held a share lock would deadlock
     // upgrading it. Replies to one topic queue here instead, and a delete,
     // removal or lock of the topic waits for them.
     let topic = opt(
@@ -272,7 +272,13 @@ pub async fn create_post(
     let id: i64 = col(&row, 0)?;
     super::federation::map_object(c, new.remote_id.as_deref(), VoteTarget::Post(id), new.topic_id).await?;
     super::media::set_refs(c, 1, id, new.body.media()).await?;
-    exec(c, "UPDATE topics SET post_count = post_count + 1 WHERE id = $1", &[&new.topic_id]).await?;
+    exec(
+        c,
+        "INSERT INTO topic_counts (topic_id, post_count) VALUES ($1, 1) \
+         ON CONFLICT (topic_id) DO UPDATE SET post_count = topic_counts.post_count + 1",
+        &[&new.topic_id],
+    )
+    .await?;
     // Its notifications, in this transaction.
     let mentioned = super::inbox::user_ids(c, common::mentioned_names(&new.body)).await?;
     let notices = common::new_notices(author, (new.topic_id, Some(id)), &new.body, replied_to, &mentioned);

@@ -28,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0016_community_topic_count.sql"),
     include_str!("../../../migrations/sqlite/0017_post_writes_without_temporary_tables.sql"),
     include_str!("../../../migrations/sqlite/0018_inbox_unread_count.sql"),
+    include_str!("../../../migrations/sqlite/0019_topic_counts.sql"),
 ];
 
 /// Prepared statements each connection keeps (`prepare_cached`): more

@@ -246,13 +246,28 @@ pub fn create_post(
     super::search_queue::post_added(conn, id, new.body.as_str())?;
     super::federation::map_object(conn, new.remote_id.as_deref(), VoteTarget::Post(id), new.topic_id)?;
     super::media::add_refs(conn, 1, id, new.body.media())?;
-    conn.prepare_cached("UPDATE topics SET post_count = post_count + 1 WHERE id = ?1")
-        .and_then(|mut s| s.execute([new.topic_id]))
-        .map_err(map_err)?;
+    count_post(conn, new.topic_id)?;
     let mentioned = super::inbox::user_ids(conn, common::mentioned_names(&new.body))?;
     let notices = common::new_notices(author, (new.topic_id, Some(id)), &new.body, replied_to, &mentioned);
     let notified = super::inbox::notify(conn, &notices, now)?;
     Ok((id, replied_to, notified))
+}
+
+/// One more post in the topic's count (migration 0019), the row made with
+/// its first post. Two single-row statements rather than an upsert: each
+/// is one write that cannot abort halfway, so neither needs a statement
+/// journal.
+fn count_post(conn: &Connection, topic_id: i64) -> StoreResult<()> {
+    let counted = conn
+        .prepare_cached("UPDATE topic_counts SET post_count = post_count + 1 WHERE topic_id = ?1")
+        .and_then(|mut s| s.execute([topic_id]))
+        .map_err(map_err)?;
+    if counted == 0 {
+        conn.prepare_cached("INSERT INTO topic_counts (topic_id, post_count) VALUES (?1, 1)")
+            .and_then(|mut s| s.execute([topic_id]))
+            .map_err(map_err)?;
+    }
+    Ok(())
 }
 
 pub fn post(conn: &Connection, id: i64) -> StoreResult<Post> {

@@ -234,9 +234,9 @@ pub async fn create_post(
     now: Timestamp,
 ) -> StoreResult<Post> {
     // FOR NO KEY UPDATE, not FOR SHARE: this reply bumps the topic's count
-    // of posts below (topic_counts), and two replies that each held a share lock would deadlock
-    // upgrading it. Replies to one topic queue here instead, and a delete,
-    // removal or lock of the topic waits for them.
+    // of posts below (topic_counts), and two replies that each held a share
+    // lock would deadlock upgrading it. Replies to one topic queue here
+    // instead, and a delete, removal or lock of the topic waits for them.
     let topic = opt(
         c,
         "SELECT deleted, removed, locked, author_id, community_id FROM topics WHERE id = $1 FOR NO KEY UPDATE",

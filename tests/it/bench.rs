@@ -303,7 +303,9 @@ async fn bench_run_write_mix_finds_every_acknowledged_post_after_kill_9_and_fail
     let out =
         tokio::time::timeout(std::time::Duration::from_secs(120), out).await.expect("done in 2 min").expect("run");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(out.status.code(), Some(1), "a lost post fails the run: {stdout}");
+    // The script logs each step to stderr: what it was doing when it failed.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "a lost post fails the run: {stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("write-only mix (100 % posts)"), "{stdout}");
     let header = stdout.lines().find(|l| l.starts_with("| server |")).expect("a table");
     assert!(header.contains("vs c") && !header.contains("vs hello"), "{header}");

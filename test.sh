@@ -25,10 +25,10 @@ section "formatting and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 
-section "Debian packages: what the benchmark tests build bench/c/cserver.c with, Prometheus for the metrics test, curl (on OpenSSL) for the TLS tests"
+section "Debian packages: what the benchmark tests build bench/c/cserver.c with, Prometheus for the metrics test, curl (on OpenSSL) for the TLS tests, nginx for the static-server benchmark"
 until_prefetched debian
-dpkg -s gcc libsqlite3-dev libssl-dev prometheus curl >/dev/null 2>&1 ||
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libsqlite3-dev libssl-dev prometheus curl >/dev/null; }
+dpkg -s gcc libsqlite3-dev libssl-dev prometheus curl nginx-light >/dev/null 2>&1 ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libsqlite3-dev libssl-dev prometheus curl nginx-light >/dev/null; }
 
 section "PostgreSQL for the storage tests (tests/lib/postgres.sh)"
 source tests/lib/postgres.sh

@@ -20,6 +20,13 @@
 # included) must be there. The table after the main one says so per run;
 # the script exits 1 when a post is missing. The server then starts again.
 #
+# SERVERS="pith nginx" adds the ceiling of WORKLOAD.md's heavy topics: nginx
+# (Debian's nginx-light) sending, with sendfile, the very bytes pith answers
+# for each topic, saved to files before the runs. It serves reads only: its
+# runs send no posts (WRITE_RATIO 0) and no Accept-Encoding, and the table
+# gives every run's ratio against it. Its CPU column counts only nginx's
+# master process, not its two workers: read its req/s, not its µs/req.
+#
 # TLS=yes adds `pith-tls`: the same build serving HTTPS (`--tls-cert`,
 # `--tls-key`, a self-signed P-256 certificate made here with openssl) on its
 # own data dir seeded the same way, interleaved after pith (and with
@@ -62,7 +69,7 @@
 #                         bytes alone cost, apart from anything else Pith does
 #   PORT=18080            pith's port; HELLO_PORT=18081 hello's; C_PORT=18082 the
 #                         C server's; EXTRA_PORT=18083 the second pith build's;
-#                         BODY_PORT=18084 hello-body's
+#                         BODY_PORT=18084 hello-body's; NGINX_PORT=18087 nginx's
 #   OUT=                  keep JSON results and logs here (default: removed)
 #   PITH_BIN=             benchmark this binary instead of building one
 set -euo pipefail
@@ -90,6 +97,7 @@ HELLO_PORT=${HELLO_PORT:-18081}
 C_PORT=${C_PORT:-18082}
 EXTRA_PORT=${EXTRA_PORT:-18083}
 BODY_PORT=${BODY_PORT:-18084}
+NGINX_PORT=${NGINX_PORT:-18087}
 HELLO_BODY_BYTES=${HELLO_BODY_BYTES:-}
 case $MIX in
 read) SERVERS=${SERVERS:-pith hello c} ;;
@@ -139,7 +147,7 @@ SCALE=${SCALE:-1}
 declare -A PORT_OF PID_OF TOKEN_OF DB_OF
 seed_sqlite "$BIN" "$WORK/data"
 TOKEN=$("$BIN" user add bench --data-dir "$WORK/data" 2>"$OUT/user.log" | tail -n1)
-TOKEN_OF[pith]=$TOKEN TOKEN_OF[c]=$TOKEN TOKEN_OF[hello]=$TOKEN TOKEN_OF[hello-body]=$TOKEN
+TOKEN_OF[pith]=$TOKEN TOKEN_OF[c]=$TOKEN TOKEN_OF[hello]=$TOKEN TOKEN_OF[hello-body]=$TOKEN TOKEN_OF[nginx]=$TOKEN
 DB_OF[pith]=$WORK/data/pith.db DB_OF[c]=$WORK/data/pith.db
 
 declare -A CMD_OF
@@ -174,6 +182,38 @@ if [[ -n $EXTRA_PITH ]]; then
     DB_OF[$EXTRA_LABEL]=$WORK/data-extra/pith.db
     start "$EXTRA_LABEL" "$EXTRA_PORT" "$EXTRA_BIN" serve --listen "127.0.0.1:$EXTRA_PORT" --data-dir "$WORK/data-extra"
     SERVERS=${SERVERS/pith/pith $EXTRA_LABEL}
+fi
+if [[ " $SERVERS " == *" nginx "* ]]; then
+    command -v nginx >/dev/null || { log "nginx is not installed (apt-get install nginx-light)"; exit 2; }
+    log "saving each topic's answer as pith serves it, for nginx"
+    mkdir -p "$WORK/static/api/v1/topics" "$WORK/nginx-temp"
+    for id in $(seq "$TOPICS"); do
+        curl -fsS -o "$WORK/static/api/v1/topics/$id" "http://127.0.0.1:$PORT/api/v1/topics/$id"
+    done
+    # Root's own files in a private directory: the workers run as root.
+    cat >"$WORK/nginx.conf" <<EOF
+user root root;
+worker_processes 2;
+daemon off;
+pid $WORK/nginx.pid;
+error_log $OUT/nginx-error.log;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    default_type application/json;
+    client_body_temp_path $WORK/nginx-temp;
+    server {
+        listen 127.0.0.1:$NGINX_PORT;
+        root $WORK/static;
+    }
+}
+EOF
+    start nginx "$NGINX_PORT" nginx -c "$WORK/nginx.conf"
+    curl -fsS "http://127.0.0.1:$NGINX_PORT/api/v1/topics/1" | cmp -s - "$WORK/static/api/v1/topics/1" ||
+        { log "nginx does not answer the saved bytes"; exit 1; }
 fi
 declare -A SCHEME_OF
 # The HTTPS twin of pith build `label` (BINARY) as `label`-tls on `port`.
@@ -255,8 +295,10 @@ bench() { # label gzip connections
     RUN=$((RUN + 1))
     local file
     file=$(printf '%s/%02d-%s-%s-gzip_%s.json' "$OUT" "$RUN" "$label" "$conns" "$gz")
+    local ratio=$WRITE_RATIO
+    [[ $label == nginx ]] && ratio=0
     local args=(--url "http://127.0.0.1:$port" --connections "$conns" --duration "${DURATION}s"
-        --warmup "${WARMUP}s" --topics "$TOPICS" --write-ratio "$WRITE_RATIO" --token="$token"
+        --warmup "${WARMUP}s" --topics "$TOPICS" --write-ratio "$ratio" --token="$token"
         --label "$label" --server-pid "$pid" --json)
     [[ $gz == yes ]] && args+=(--accept-gzip)
     [[ -n $RATE ]] && args+=(--rate "$RATE")
@@ -299,6 +341,7 @@ echo "Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | 
 echo
 BASELINES=hello
 [[ " $SERVERS " == *" c "* ]] && BASELINES=hello,c
+[[ " $SERVERS " == *" nginx "* ]] && BASELINES=$BASELINES,nginx
 [[ $MIX == write ]] && BASELINES=c
 ((${#FILES[@]} == 0)) || "$BIN" bench table --baseline "$BASELINES" "${FILES[@]}"
 if [[ $MIX == write ]]; then
@@ -354,6 +397,7 @@ if [[ $WRK != no ]]; then
         local port=${PORT_OF[$label]} scheme=${SCHEME_OF[$label]:-http}
         file="$OUT/wrk-$label-$conns-gzip_$gz-$round.txt"
         export PITH_TOPICS=$TOPICS PITH_BENCH_TOKEN=${TOKEN_OF[$label]} PITH_WRITE_RATIO=$WRITE_RATIO
+        [[ $label != nginx ]] || PITH_WRITE_RATIO=0
         export PITH_ACCEPT_GZIP=$([[ $gz == yes ]] && echo 1 || echo 0)
         local args=(-t 2 -c "$conns" --timeout 10s -s bench/mix.lua "$scheme://127.0.0.1:$port")
         log "wrk: $label, $conns connections, gzip $gz, round $round"

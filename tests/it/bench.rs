@@ -221,6 +221,37 @@ async fn bench_run_tabulates_pith_hello_and_the_c_design_and_says_which_server_d
     }
 }
 
+/// `SERVERS="pith nginx"`: nginx serves, with sendfile, the bytes pith
+/// answers for each topic (the script checks one), reads only, and every
+/// run gets its ratio against it.
+#[tokio::test]
+async fn bench_run_sets_pith_against_nginx_serving_the_same_topic_bytes() {
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/run.sh");
+    let ports = [("PORT", free_port()), ("HELLO_PORT", free_port()), ("NGINX_PORT", free_port())];
+    let mut command = tokio::process::Command::new("bash");
+    command
+        .arg(&script)
+        .envs([("DURATION", "1"), ("WARMUP", "1"), ("REPEAT", "1"), ("CONNECTIONS", "4"), ("SCALE", "0.02")])
+        .envs([("DATASET", "heavy"), ("SERVERS", "pith nginx"), ("STOP_WAIT", "5"), ("PLOT", "no")])
+        .envs(ports.iter().map(|(k, v)| (*k, v.to_string())))
+        .env("PITH_BIN", env!("CARGO_BIN_EXE_pith"))
+        .env("OUT", out_dir.path());
+    let stdout = run_bench_script(command).await;
+    let header = stdout.lines().find(|l| l.starts_with("| server |")).expect("a table");
+    assert!(header.contains("vs nginx"), "{header}");
+    let nginx = table_row(&stdout, "| nginx |", false);
+    assert!(nginx[5].parse::<f64>().expect("req/s") > 0.0, "{nginx:?}");
+    assert_eq!(nginx[14], "0.0", "no posts sent to nginx: {nginx:?}");
+    assert_eq!(nginx[nginx.len() - 3], "0", "no non-2xx: {nginx:?}");
+    let pith = table_row(&stdout, "| pith |", false);
+    assert!(pith[7].parse::<f64>().expect("ratio to nginx") > 0.0, "{pith:?}");
+    assert_eq!(pith[pith.len() - 3], "0", "no non-2xx: {pith:?}");
+    for (name, port) in ports {
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "{name} {port} still listening");
+    }
+}
+
 /// `QUOTA=N`: each server pinned to core 0 and held there to N % of it by
 /// a cgroup CPU quota, which is removed after the run; a `QUOTA` that is no
 /// percentage from 5 to 100 is refused before anything starts.

@@ -20,7 +20,7 @@ mkdir -p "$done_dir"
 # What the steps of test.sh install with apt-get: test.sh itself,
 # tests/lib/postgres.sh, tests/cluster/nats.sh, tests/lib/smtp.sh,
 # tests/fuzz/*.sh, tests/pi/*.sh, tests/browser/run.sh.
-packages=(gcc libsqlite3-dev libssl-dev prometheus postgresql nats-server python3-venv g++ curl
+packages=(gcc libsqlite3-dev libssl-dev prometheus postgresql nats-server python3-venv g++ curl nginx-light
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static chromium)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

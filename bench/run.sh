@@ -285,6 +285,11 @@ read_first() { # label
         --duration "${READ_FIRST}s" --warmup 0s --topics "$TOPICS" --write-ratio 0 >/dev/null 2>>"$OUT/bench.log"
 }
 
+# The share of posts in `label`'s load: none for nginx, which serves files.
+write_ratio_of() { # label
+    if [[ $1 == nginx ]]; then echo 0; else echo "$WRITE_RATIO"; fi
+}
+
 RUN=0
 FILES=()
 LOST=no
@@ -295,10 +300,8 @@ bench() { # label gzip connections
     RUN=$((RUN + 1))
     local file
     file=$(printf '%s/%02d-%s-%s-gzip_%s.json' "$OUT" "$RUN" "$label" "$conns" "$gz")
-    local ratio=$WRITE_RATIO
-    [[ $label == nginx ]] && ratio=0
     local args=(--url "http://127.0.0.1:$port" --connections "$conns" --duration "${DURATION}s"
-        --warmup "${WARMUP}s" --topics "$TOPICS" --write-ratio "$ratio" --token="$token"
+        --warmup "${WARMUP}s" --topics "$TOPICS" --write-ratio "$(write_ratio_of "$label")" --token="$token"
         --label "$label" --server-pid "$pid" --json)
     [[ $gz == yes ]] && args+=(--accept-gzip)
     [[ -n $RATE ]] && args+=(--rate "$RATE")
@@ -396,8 +399,7 @@ if [[ $WRK != no ]]; then
         local label=$1 gz=$2 conns=$3 round=$4 file
         local port=${PORT_OF[$label]} scheme=${SCHEME_OF[$label]:-http}
         file="$OUT/wrk-$label-$conns-gzip_$gz-$round.txt"
-        export PITH_TOPICS=$TOPICS PITH_BENCH_TOKEN=${TOKEN_OF[$label]} PITH_WRITE_RATIO=$WRITE_RATIO
-        [[ $label != nginx ]] || PITH_WRITE_RATIO=0
+        export PITH_TOPICS=$TOPICS PITH_BENCH_TOKEN=${TOKEN_OF[$label]} PITH_WRITE_RATIO=$(write_ratio_of "$label")
         export PITH_ACCEPT_GZIP=$([[ $gz == yes ]] && echo 1 || echo 0)
         local args=(-t 2 -c "$conns" --timeout 10s -s bench/mix.lua "$scheme://127.0.0.1:$port")
         log "wrk: $label, $conns connections, gzip $gz, round $round"

@@ -19,15 +19,18 @@ use crate::support::pg::TestDb;
 
 /// Posts in the huge topic: about what the issue's probe made.
 const HUGE: i64 = 100_000;
-
-/// Adds `$2` posts to topic `$1`'s count (PostgreSQL's `topic_counts`).
-const COUNT_PG: &str = "INSERT INTO topic_counts (topic_id, post_count) VALUES ($1, $2) \
-     ON CONFLICT (topic_id) DO UPDATE SET post_count = topic_counts.post_count + $2";
 /// Of which the last are long (2,000 characters, ~4 KB with their HTML),
 /// so that later pages end on bytes rather than on their count.
 const LONG: i64 = 10_000;
 /// The deep chain's length, as in the issue.
 const CHAIN: i64 = 5_000;
+
+/// Adds the second parameter's posts to the count of the topic the first
+/// names (`topic_counts`), in each backend's SQL.
+const COUNT_SQLITE: &str = "INSERT INTO topic_counts (topic_id, post_count) VALUES (?1, ?2) \
+     ON CONFLICT (topic_id) DO UPDATE SET post_count = post_count + ?2";
+const COUNT_PG: &str = "INSERT INTO topic_counts (topic_id, post_count) VALUES ($1, $2) \
+     ON CONFLICT (topic_id) DO UPDATE SET post_count = topic_counts.post_count + $2";
 
 /// An API page's most bytes: its text bound, one post past it, and the
 /// JSON around each post.
@@ -59,12 +62,7 @@ impl Raw<'_> {
                     rusqlite::params![topic, count, long],
                 )
                 .expect("insert posts");
-                conn.execute(
-                    "INSERT INTO topic_counts (topic_id, post_count) VALUES (?1, ?2) \
-                     ON CONFLICT (topic_id) DO UPDATE SET post_count = post_count + ?2",
-                    rusqlite::params![topic, count],
-                )
-                .expect("count");
+                conn.execute(COUNT_SQLITE, rusqlite::params![topic, count]).expect("count");
             }
             Raw::Pg(db) => {
                 let c = db.client().await;
@@ -101,12 +99,7 @@ impl Raw<'_> {
                     rusqlite::params![topic, depth, first],
                 )
                 .expect("insert chain");
-                conn.execute(
-                    "INSERT INTO topic_counts (topic_id, post_count) VALUES (?1, ?2) \
-                     ON CONFLICT (topic_id) DO UPDATE SET post_count = post_count + ?2",
-                    rusqlite::params![topic, depth],
-                )
-                .expect("count");
+                conn.execute(COUNT_SQLITE, rusqlite::params![topic, depth]).expect("count");
                 first
             }
             Raw::Pg(db) => {

@@ -346,6 +346,69 @@ async fn quota_story<S: Store>(user: &TestApp<S>, total: &TestApp<S>) {
     assert_eq!(files, 2, "one picture and its thumbnail");
 }
 
+/// Uploads racing each other into the store, each within the quotas
+/// alone: as many are recorded as fit and the rest refused, whatever the
+/// order (on PostgreSQL, READ COMMITTED would let each read the sums
+/// without the others' pictures; SQLite's one writer orders them).
+async fn racing_uploads_story<S: Store>(app: &TestApp<S>) {
+    use pith::model::media::{Media, MediaQuota, Recorded};
+    const EACH: i64 = 300_000;
+    let store = &app.state.store;
+    let mut owners = Vec::new();
+    for name in ["racer", "rival1", "rival2", "rival3"] {
+        let user = store.create_user(pith::model::Username::parse(name).expect("name"), None, false).await;
+        owners.push(user.expect("user").id);
+    }
+    let picture = |owner: i64, i: u32| Media {
+        name: MediaName::of(&i.to_le_bytes(), 100 + i, 100, pith::media::Kind::Jpeg).to_string(),
+        owner_id: Some(owner),
+        bytes: EACH,
+        width: 100 + i,
+        height: 100,
+        content_type: "image/jpeg".into(),
+        created_at: pith::model::Timestamp::now(),
+    };
+    let race = |pictures: Vec<Media>, quota: MediaQuota| {
+        futures_util::future::join_all(pictures.into_iter().map(|m| {
+            let state = app.state.clone();
+            tokio::spawn(async move { state.store.record_media(m, quota).await.expect("record") })
+        }))
+    };
+    // One account, 1 MB of its own: three of 300 KB fit, the other 21 not.
+    let quota = MediaQuota { user_bytes: 1_000_000, total_bytes: 100_000_000 };
+    let done = race((0..24).map(|i| picture(owners[0], i)).collect(), quota).await;
+    let done: Vec<Recorded> = done.into_iter().map(|r| r.expect("task")).collect();
+    let new = done.iter().filter(|r| matches!(r, Recorded::New(_))).count();
+    let refused = done.iter().filter(|r| matches!(r, Recorded::OverUserQuota { .. })).count();
+    assert_eq!((new, refused), (3, 21), "{done:?}");
+    assert_eq!(store.media_usage(Some(owners[0])).await.expect("usage").bytes, 3 * EACH);
+
+    // Three accounts, 1.6 MB for the site: two more of 300 KB fit (900 KB
+    // are there), by whichever of them comes first.
+    let quota = MediaQuota { user_bytes: 100_000_000, total_bytes: 1_600_000 };
+    let rivals = (100..124).map(|i| picture(owners[1 + (i as usize % 3)], i)).collect();
+    let done: Vec<Recorded> = race(rivals, quota).await.into_iter().map(|r| r.expect("task")).collect();
+    let new = done.iter().filter(|r| matches!(r, Recorded::New(_))).count();
+    let refused = done.iter().filter(|r| matches!(r, Recorded::OverTotalQuota { .. })).count();
+    assert_eq!((new, refused), (2, 22), "{done:?}");
+    assert_eq!(store.media_usage(None).await.expect("usage").bytes, 5 * EACH);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_uploads_stay_within_the_quotas() {
+    let app = spawn_app().await;
+    racing_uploads_story(&app).await;
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_uploads_stay_within_the_quotas_on_postgres() {
+    let db = TestDb::create().await;
+    let app = spawn_pg_app(&db).await;
+    racing_uploads_story(&app).await;
+    app.stop().await;
+}
+
 fn walk(dir: &std::path::Path) -> usize {
     std::fs::read_dir(dir)
         .map(|d| d.flatten().map(|e| if e.path().is_dir() { walk(&e.path()) } else { 1 }).sum())

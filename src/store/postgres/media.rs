@@ -1,9 +1,11 @@
 //! Pictures' rows and the references bodies make to them: the SQL of
 //! `store::sqlite::media`, which explains each function, for PostgreSQL.
 //! Two uploads of one picture at once meet on the primary key (`ON
-//! CONFLICT DO NOTHING`, then the row is read); the quota sums are read
-//! under READ COMMITTED, so uploads racing each other by one account may
-//! pass a quota by what is in flight.
+//! CONFLICT DO NOTHING`, then the row is read). The quota sums and the
+//! insert run under one transaction-scoped advisory lock: under READ
+//! COMMITTED, uploads racing each other (on one node or several) would
+//! otherwise each read the sums without the others' pictures and pass a
+//! quota together. On SQLite the one writer thread orders them.
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
@@ -12,6 +14,12 @@ use super::conn::{all, col, exec, one, opt};
 use crate::model::Timestamp;
 use crate::model::media::{Media, MediaQuota, MediaUsage, Recorded, over_quota};
 use crate::store::{MediaRow, StoreResult};
+
+/// Any number fixed for "recording a picture against the quotas"; advisory
+/// locks are keyed by integers. One lock for all accounts, since the
+/// site's quota sums everyone's pictures; recording is one short
+/// transaction per upload.
+const MEDIA_QUOTA_LOCK: i64 = 0x7069_7468_0003;
 
 const COLS: &str = "name, owner_id, bytes, width, height, content_type, created_at";
 
@@ -35,6 +43,10 @@ async fn existing(c: &impl GenericClient, name: &str) -> StoreResult<Option<Medi
 }
 
 pub async fn record_media(c: &impl GenericClient, media: &Media, quota: MediaQuota) -> StoreResult<Recorded> {
+    // Taken first: each statement after it sees every upload committed by
+    // the holders before (READ COMMITTED reads each statement's own
+    // snapshot), the same picture's among them.
+    exec(c, "SELECT pg_advisory_xact_lock($1)", &[&MEDIA_QUOTA_LOCK]).await?;
     if let Some(found) = existing(c, &media.name).await? {
         exec(c, "UPDATE media SET freed_at = NULL WHERE name = $1", &[&media.name]).await?;
         return Ok(Recorded::Existing(found));

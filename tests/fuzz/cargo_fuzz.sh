@@ -51,6 +51,16 @@ fi
 # PITH_INSTALL_ONLY=1: stop here, installed (tests/lib/prefetch.sh).
 [ -z "${PITH_INSTALL_ONLY:-}" ] || exit 0
 
+# fuzz/ is a workspace of its own with its own lock file, which cargo
+# would otherwise bring up to pith's dependencies in the checkout at every
+# run: a commit that adds a dependency updates it too.
+if ! cargo metadata --locked --format-version 1 --manifest-path fuzz/Cargo.toml >/dev/null 2>/tmp/pith-fuzz-lock.err; then
+    cat /tmp/pith-fuzz-lock.err >&2
+    echo "cargo_fuzz.sh: fuzz/Cargo.lock is behind pith's dependencies: run" \
+        "'cargo metadata --format-version 1 --manifest-path fuzz/Cargo.toml >/dev/null' and commit fuzz/Cargo.lock" >&2
+    exit 1
+fi
+
 echo "== building the fuzz targets (nightly, sanitizer: $SANITIZER)"
 # 16 codegen units: cargo-fuzz's default of 1 in release builds compiles
 # Pith's whole library in one LLVM module on one core (over 11 min of CPU here,

@@ -3,7 +3,8 @@
 //! documents; the inbox's HTTP signature checks, each refusal; a Follow
 //! from a remote actor (a small ActivityPub server run here, with its own
 //! key) accepted by a signed Accept delivered to its inbox, and its Undo;
-//! the delivery queue (leases, retries, a restart); on SQLite and
+//! the delivery queue (leases, retries, a restart, a server that never
+//! answers holding up no other); on SQLite and
 //! PostgreSQL. tests/federation/run.sh does the same against
 //! Fedify.
 
@@ -537,6 +538,62 @@ async fn an_accept_to_an_inbox_that_is_down_stays_queued_for_a_retry() {
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     panic!("the delivery was never tried");
+}
+
+/// A server that takes connections and never answers a byte, as a host
+/// whose service hangs does: each delivery to it waits for the client's
+/// whole time limit. Its base URL, and how many connections it took.
+async fn silent_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = taken.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(socket);
+        }
+    });
+    (base, taken)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_does_not_hold_up_deliveries_to_the_others() {
+    use pith::app::federation::queue::{HELD, PER_HOST, enqueue};
+    let app = spawn_federated_app().await;
+    app.community("rust").await;
+    let live = Remote::start().await;
+    let (silent, taken) = silent_server().await;
+    // More for the silent server than the sender holds at once, queued
+    // first, then a few for a server that answers.
+    let mut queued: Vec<NewDelivery> = (0..HELD + 44).map(|i| delivery(&format!("{silent}/inbox/{i}"))).collect();
+    queued.extend((0..20).map(|_| delivery(&format!("{}/users/remote/inbox", live.base))));
+    let fed = app.state.federation.get().expect("federation on").clone();
+    let started = std::time::Instant::now();
+    enqueue(&app.state, &fed, queued).await.expect("queue");
+    // Once the silent server's first deliveries time out (10 s), its
+    // others are put back without being tried, and the sender gets to the
+    // answering server; before, they held every place until their leases
+    // were nearly over (~100 s) and were then claimed again first.
+    while live.received.lock().expect("lock").len() < 20 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(45), "the answering server still waits");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let tried = taken.load(std::sync::atomic::Ordering::SeqCst);
+    assert!((1..=PER_HOST).contains(&tried), "one round of {PER_HOST} tried the silent server, not {tried}");
+    // Every delivery to it is still queued, for after its pause.
+    let conn = rusqlite::Connection::open(app.db_path()).expect("open");
+    let (rows, soonest): (i64, i64) = conn
+        .query_row(
+            "SELECT count(*), min(next_at) FROM ap_deliveries WHERE inbox LIKE ?1",
+            [format!("{silent}/%")],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("read");
+    assert_eq!(rows, (HELD + 44) as i64, "none dropped");
+    assert!(soonest >= Timestamp::now().0 + 20, "none due before its pause is over: {soonest}");
+    app.stop().await;
 }
 
 /// (rows, attempts of the first, its next_at), read from the file.

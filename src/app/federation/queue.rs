@@ -14,6 +14,15 @@
 //! busy across hosts rather than queueing behind the first few hosts.
 //! Keys are read and parsed once per signer (`Signers`), not once per
 //! delivery.
+//!
+//! A host whose delivery failed (no answer in time, no connection, a 5xx,
+//! 408 or 429) is left alone for a while (`Down`: 30 s, doubling with each
+//! failed round up to an hour, over at its first success): its other
+//! deliveries are put back in the queue for then without being tried,
+//! the ones waiting for its turn included. Otherwise a host that takes
+//! connections and never answers holds each of its deliveries for the
+//! client's whole time limit, `PER_HOST` at a time, and its due deliveries
+//! fill the `HELD` places while every other host waits.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -55,6 +64,13 @@ const CLAIM_BATCH: u32 = 32;
 const STALE: Duration = Duration::from_secs(LEASE_SECS as u64 - 2 * super::FETCH_TIMEOUT.as_secs());
 /// Signers' keys kept parsed at most; past it the cache starts again.
 const SIGNERS: usize = 1024;
+/// How long a host is left alone after its first failed round, doubled
+/// with each failed round after it, up to `DOWN_LONGEST`.
+const DOWN_FIRST: Duration = Duration::from_secs(30);
+const DOWN_LONGEST: Duration = Duration::from_secs(3600);
+/// Hosts remembered as down at most; past it the ones whose pause is
+/// over are forgotten first, then all.
+const DOWN_HOSTS: usize = 4096;
 
 /// Wakes the sender when something is queued.
 #[derive(Default)]
@@ -77,7 +93,62 @@ struct Sender<S: Store> {
     sending: Semaphore,
     /// Each host in flight's gate of `PER_HOST`.
     hosts: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// Hosts whose last delivery failed.
+    down: Mutex<HashMap<String, Down>>,
     signers: Signers,
+}
+
+/// A host left alone after failed deliveries.
+struct Down {
+    /// Until when its deliveries are not tried.
+    until: Instant,
+    /// The same, as the queue's clock (`next_at`).
+    until_ts: i64,
+    /// Failed rounds in a row: a failure after `until` is a new round;
+    /// the deliveries already in flight when the first failed are not.
+    rounds: u32,
+    /// The last failure, for the deliveries put back.
+    error: String,
+}
+
+/// A new pause of a host, for the log.
+struct Paused {
+    pause: Duration,
+    rounds: u32,
+}
+
+/// Records that a delivery to `host` failed at `now`: the host is left
+/// alone for a while, longer for each failed round in a row. A new pause
+/// when this failure starts a round, `None` when it is one more of the
+/// deliveries already in flight when the round's first failed.
+fn host_failed(
+    down: &mut HashMap<String, Down>,
+    host: &str,
+    error: &str,
+    now: Instant,
+    ts: Timestamp,
+) -> Option<Paused> {
+    if down.len() >= DOWN_HOSTS && !down.contains_key(host) {
+        down.retain(|_, h| h.until > now);
+        if down.len() >= DOWN_HOSTS {
+            down.clear();
+        }
+    }
+    let h = down.entry(host.to_owned()).or_insert(Down { until: now, until_ts: 0, rounds: 0, error: String::new() });
+    h.error = error.to_owned();
+    if h.until > now {
+        return None;
+    }
+    h.rounds += 1;
+    let pause = pause(h.rounds);
+    h.until = now + pause;
+    h.until_ts = ts.0 + pause.as_secs() as i64;
+    Some(Paused { pause, rounds: h.rounds })
+}
+
+/// How long a host is left alone after `rounds` failed rounds in a row.
+fn pause(rounds: u32) -> Duration {
+    DOWN_FIRST.saturating_mul(1 << rounds.saturating_sub(1).min(10)).min(DOWN_LONGEST)
 }
 
 /// Local actors' keys, parsed: a fan-out signs once per inbox, with one key.
@@ -107,6 +178,7 @@ pub fn start<S: Store>(state: &AppState<S>, fed: Arc<Federation>) -> tokio::task
         fed,
         sending: Semaphore::new(IN_FLIGHT),
         hosts: Mutex::default(),
+        down: Mutex::default(),
         signers: Signers::default(),
     });
     tokio::spawn(async move {
@@ -148,22 +220,79 @@ pub fn start<S: Store>(state: &AppState<S>, fed: Arc<Federation>) -> tokio::task
 
 impl<S: Store> Sender<S> {
     /// Waits for the host's turn, then a sending slot; sends and records.
+    /// A delivery to a host that is down is put back for when it is up.
     async fn send(&self, d: QueuedDelivery, claimed: Instant) {
         let host = host_of(&d.delivery.inbox).unwrap_or("").to_ascii_lowercase();
+        if self.postponed(&host, &d).await {
+            return;
+        }
         let gate = {
             let mut hosts = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
             // Idle hosts' gates go, so the map stays as small as the set
             // of hosts held.
             hosts.retain(|_, g| Arc::strong_count(g) > 1);
-            hosts.entry(host).or_insert_with(|| Arc::new(Semaphore::new(PER_HOST))).clone()
+            hosts.entry(host.clone()).or_insert_with(|| Arc::new(Semaphore::new(PER_HOST))).clone()
         };
         let Ok(_host) = gate.acquire().await else { return };
+        // The host may have failed while this waited for its turn.
+        if self.postponed(&host, &d).await {
+            return;
+        }
         let Ok(_slot) = self.sending.acquire().await else { return };
         if claimed.elapsed() > STALE {
             return;
         }
         let outcome = deliver(&self.state, &self.fed, &self.signers, &d).await;
-        if let Err(e) = self.state.store.finish_delivery(d.id, outcome).await {
+        match &outcome {
+            Delivery::Sent => {
+                self.down.lock().unwrap_or_else(|e| e.into_inner()).remove(&host);
+            }
+            Delivery::Retry { error, .. } => self.failed(&host, error),
+            // Refused for good (a 4xx answer: the host is up), or not sent
+            // at all (a refused server, no key): nothing about the host.
+            Delivery::Failed { .. } => {}
+        }
+        self.record(d.id, outcome).await;
+    }
+
+    /// When `host` is down: `d` back in the queue for when it is up (or
+    /// given up, two days after it was queued), and true.
+    async fn postponed(&self, host: &str, d: &QueuedDelivery) -> bool {
+        let (until, error) = {
+            let down = self.down.lock().unwrap_or_else(|e| e.into_inner());
+            match down.get(host) {
+                Some(h) if h.until > Instant::now() => (h.until_ts, h.error.clone()),
+                _ => return false,
+            }
+        };
+        let error = format!("not tried: {host} failed and is left alone until its pause is over ({error})");
+        let outcome = match retry_at(Timestamp::now().0, d.created_at, d.attempts + 1) {
+            Some(at) => Delivery::Retry { at: Timestamp(at.max(until)), error },
+            None => {
+                tracing::warn!(inbox = %d.delivery.inbox, %error, "federation: delivery given up after two days");
+                Delivery::Failed { error }
+            }
+        };
+        self.record(d.id, outcome).await;
+        true
+    }
+
+    /// A delivery to `host` failed.
+    fn failed(&self, host: &str, error: &str) {
+        let mut down = self.down.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(h) = host_failed(&mut down, host, error, Instant::now(), Timestamp::now()) {
+            tracing::warn!(
+                host,
+                error,
+                pause_secs = h.pause.as_secs(),
+                rounds = h.rounds,
+                "federation: a host failed; its deliveries wait"
+            );
+        }
+    }
+
+    async fn record(&self, id: i64, outcome: Delivery) {
+        if let Err(e) = self.state.store.finish_delivery(id, outcome).await {
             tracing::warn!(error = %e, "federation: cannot record a delivery");
         }
     }
@@ -198,5 +327,51 @@ async fn deliver<S: Store>(state: &AppState<S>, fed: &Federation, signers: &Sign
             tracing::warn!(inbox = %d.delivery.inbox, %error, "federation: delivery given up after two days");
             Delivery::Failed { error }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_is_paused_longer_for_each_failed_round_up_to_an_hour() {
+        let secs: Vec<u64> = (1..=9).map(|r| pause(r).as_secs()).collect();
+        assert_eq!(secs, [30, 60, 120, 240, 480, 960, 1920, 3600, 3600]);
+        assert_eq!(pause(u32::MAX), DOWN_LONGEST);
+    }
+
+    #[test]
+    fn failures_in_flight_together_are_one_round_and_a_later_one_a_new_round() {
+        let mut down = HashMap::new();
+        let (t0, ts) = (Instant::now(), Timestamp(1_000_000));
+        let first = host_failed(&mut down, "dead.example", "timed out", t0, ts).expect("a new round");
+        assert_eq!((first.pause, first.rounds), (DOWN_FIRST, 1));
+        assert_eq!(down["dead.example"].until_ts, 1_000_030);
+        // The other deliveries that were in flight fail within the pause.
+        let later = t0 + Duration::from_secs(2);
+        assert!(host_failed(&mut down, "dead.example", "refused", later, ts).is_none());
+        assert_eq!((down["dead.example"].rounds, down["dead.example"].error.as_str()), (1, "refused"));
+        // Tried again after the pause, and failed again: twice as long.
+        let after = t0 + Duration::from_secs(31);
+        let second = host_failed(&mut down, "dead.example", "timed out", after, Timestamp(1_000_031)).expect("round 2");
+        assert_eq!((second.pause.as_secs(), second.rounds), (60, 2));
+        assert_eq!(down["dead.example"].until_ts, 1_000_091);
+        // Other hosts are their own.
+        assert_eq!(host_failed(&mut down, "other.example", "503", after, ts).expect("round 1").rounds, 1);
+    }
+
+    #[test]
+    fn the_hosts_remembered_are_bounded() {
+        let mut down = HashMap::new();
+        let now = Instant::now();
+        for i in 0..DOWN_HOSTS + 10 {
+            host_failed(&mut down, &format!("h{i}.example"), "x", now, Timestamp(0));
+        }
+        assert!(down.len() <= DOWN_HOSTS, "{}", down.len());
+        // Past the bound, the hosts whose pause is over go first.
+        let later = now + DOWN_LONGEST + Duration::from_secs(1);
+        host_failed(&mut down, "fresh.example", "x", later, Timestamp(0));
+        assert!(down.len() <= DOWN_HOSTS && down.contains_key("fresh.example"));
     }
 }

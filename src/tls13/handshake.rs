@@ -9,17 +9,57 @@
 //! leave rustls after the handshake without losing bytes.
 
 use std::io::{self, ErrorKind};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::net::TcpStream;
-use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::rustls::server::{AcceptedAlert, Acceptor, ClientHello};
+use tokio_rustls::rustls::{KeyLog, ServerConfig};
 
 use super::Records;
 
 /// Largest record a client may send during the handshake: a plaintext
 /// record (RFC 8446, 5.1) or an encrypted one (5.2).
 const MAX_RECORD: usize = 5 + (1 << 14) + 256;
+
+/// The application traffic secrets of one handshake (client's, server's),
+/// as rustls logs them: the record layer needs them for key updates, and
+/// rustls hands over only the keys made from them. rustls's `KeyLog` is
+/// the one place it gives them out (for SSLKEYLOGFILE); this one keeps
+/// them for its connection alone, in memory.
+#[derive(Default)]
+struct TrafficSecrets(Mutex<(Vec<u8>, Vec<u8>)>);
+
+impl std::fmt::Debug for TrafficSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TrafficSecrets")
+    }
+}
+
+impl KeyLog for TrafficSecrets {
+    fn will_log(&self, label: &str) -> bool {
+        matches!(label, "CLIENT_TRAFFIC_SECRET_0" | "SERVER_TRAFFIC_SECRET_0")
+    }
+
+    fn log(&self, label: &str, _client_random: &[u8], secret: &[u8]) {
+        let mut both = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match label {
+            "CLIENT_TRAFFIC_SECRET_0" => both.0 = secret.to_vec(),
+            "SERVER_TRAFFIC_SECRET_0" => both.1 = secret.to_vec(),
+            _ => {}
+        }
+    }
+}
+
+impl Drop for TrafficSecrets {
+    fn drop(&mut self) {
+        let both = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
+        for b in both.0.iter_mut().chain(both.1.iter_mut()) {
+            // SAFETY: a valid, aligned place of our own; volatile, so the
+            // wipe is not optimised away.
+            unsafe { std::ptr::write_volatile(b, 0) };
+        }
+    }
+}
 
 /// A finished handshake: the record layer, and whether ALPN chose HTTP/2.
 pub struct Accepted {
@@ -50,8 +90,12 @@ pub async fn accept(
             Err((e, alert)) => return Err(alerted(tcp, e, alert).await),
         }
     };
-    let config = config_for(&hello.client_hello());
-    let mut conn = match hello.into_connection(config) {
+    // The chosen configuration with a key log of this connection's own (a
+    // shallow copy: the certificates, tickets and sessions are shared).
+    let secrets = Arc::new(TrafficSecrets::default());
+    let mut config = ServerConfig::clone(&config_for(&hello.client_hello()));
+    config.key_log = secrets.clone();
+    let mut conn = match hello.into_connection(Arc::new(config)) {
         Ok(conn) => conn,
         Err((e, alert)) => return Err(alerted(tcp, e, alert).await),
     };
@@ -80,8 +124,12 @@ pub async fn accept(
         }
     }
     let h2 = conn.alpn_protocol() == Some(b"h2");
-    let secrets = conn.dangerous_extract_secrets().map_err(io::Error::other)?;
-    Ok(Accepted { records: Box::new(Records::new(secrets)?), h2 })
+    let keys = conn.dangerous_extract_secrets().map_err(io::Error::other)?;
+    let records = {
+        let both = secrets.0.lock().unwrap_or_else(|e| e.into_inner());
+        Records::new(keys, &both.1, &both.0)?
+    };
+    Ok(Accepted { records: Box::new(records), h2 })
 }
 
 /// Sends the alert rustls made for a bad hello (if any), and the error.

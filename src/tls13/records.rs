@@ -8,20 +8,24 @@
 //! cannot run on a live driver's non-blocking writes. rustls supports
 //! handing a finished connection's keys to kTLS (`dangerous_extract_secrets`);
 //! this kernel has no kTLS, so this does in user space what kTLS would do
-//! in the kernel: an idle connection holds its two keys, IVs and sequence
-//! numbers (~150 bytes), and buffers only while a record is half received
-//! or half sent.
+//! in the kernel: an idle connection holds its two traffic secrets, keys,
+//! IVs and sequence numbers (~250 bytes), and buffers only while a record
+//! is half received or half sent.
 //!
-//! What it does not take: post-handshake messages (a client's KeyUpdate;
-//! clients send one only after ~2^24 records) end the connection, as does
-//! any record that fails to open, and so does reaching AES-GCM's limit of
-//! records under one key; the client reconnects.
+//! Key updates (RFC 8446, 4.6.3): each direction keeps its traffic
+//! secret (rustls logs it through `KeyLog`, `handshake`), so a client's
+//! KeyUpdate moves the keys it sends with on, and one that asks for ours
+//! gets our KeyUpdate before our next record; this side sends one itself
+//! before its key reaches AES-GCM's limit of records. Any other message
+//! after the handshake ends the connection, as does any record that fails
+//! to open.
 
 use std::cell::RefCell;
 use std::io::{self, ErrorKind, IoSlice};
 use std::ops::Range;
 
 use ring::aead::{self, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use ring::hkdf::{self, KeyType};
 use tokio_rustls::rustls::{ConnectionTrafficSecrets, ExtractedSecrets};
 
 /// Largest plaintext of a record (RFC 8446, 5.1).
@@ -34,19 +38,29 @@ const TAG: usize = 16;
 
 const APPLICATION_DATA: u8 = 23;
 const ALERT: u8 = 21;
+const HANDSHAKE: u8 = 22;
+/// A KeyUpdate handshake message (4.6.3) without and with `update_requested`.
+const KEY_UPDATE: [u8; 5] = [24, 0, 0, 1, 0];
+const KEY_UPDATE_REQUESTED: [u8; 5] = [24, 0, 0, 1, 1];
+/// Longest traffic secret: SHA-384's.
+const MAX_SECRET: usize = 48;
 
 /// Records one AES-GCM key may seal or open: rustls's confidentiality
 /// limit for these suites (RFC 8446, 5.5; ChaCha20-Poly1305 has none that
 /// a connection can reach).
 const AES_GCM_RECORDS: u64 = 1 << 24;
 
-/// One direction's key, IV and next record's sequence number. The key is
-/// kept as its bytes and expanded (AES round keys, the GHASH table: ~550
-/// bytes) only while records are sealed or opened, so an idle connection
-/// does not hold the expansion; expanding costs well under a microsecond,
-/// next to the record's own encryption.
+/// One direction's traffic secret, key, IV and next record's sequence
+/// number. The key is kept as its bytes and expanded (AES round keys, the
+/// GHASH table: ~550 bytes) only while records are sealed or opened, so an
+/// idle connection does not hold the expansion; expanding costs well under
+/// a microsecond, next to the record's own encryption.
 struct Direction {
     alg: &'static aead::Algorithm,
+    /// The suite's hash, for the next generation of keys.
+    hash: &'static hkdf::Algorithm,
+    /// application_traffic_secret_N, its first `hash.len()` bytes.
+    secret: [u8; MAX_SECRET],
     key: [u8; 32],
     iv: [u8; NONCE_LEN],
     seq: u64,
@@ -56,30 +70,88 @@ struct Direction {
 
 impl Drop for Direction {
     fn drop(&mut self) {
-        for b in &mut self.key {
-            // SAFETY: a valid, aligned place of our own; volatile, so the
-            // wipe of a key that is never read again is not optimised away.
-            unsafe { std::ptr::write_volatile(b, 0) };
-        }
+        wipe(&mut self.key);
+        wipe(&mut self.secret);
     }
 }
 
+/// Zeroes `bytes`; volatile, so the wipe of a secret that is never read
+/// again is not optimised away.
+fn wipe(bytes: &mut [u8]) {
+    for b in bytes {
+        // SAFETY: a valid, aligned place of our own.
+        unsafe { std::ptr::write_volatile(b, 0) };
+    }
+}
+
+/// HKDF-Expand-Label with an empty context (RFC 8446, 7.1), into `out`.
+fn expand_label(hash: &'static hkdf::Algorithm, secret: &[u8], label: &[u8], out: &mut [u8]) -> io::Result<()> {
+    struct Len(usize);
+    impl hkdf::KeyType for Len {
+        fn len(&self) -> usize {
+            self.0
+        }
+    }
+    let length = u16::try_from(out.len()).map_err(|_| io::Error::other("HKDF output too long"))?.to_be_bytes();
+    let label_len = [u8::try_from(6 + label.len()).map_err(|_| io::Error::other("HKDF label too long"))?];
+    let info: [&[u8]; 5] = [&length, &label_len, b"tls13 ", label, &[0]];
+    hkdf::Prk::new_less_safe(*hash, secret)
+        .expand(&info, Len(out.len()))
+        .and_then(|okm| okm.fill(out))
+        .map_err(|_| io::Error::other("HKDF-Expand-Label failed"))
+}
+
 impl Direction {
-    fn new((seq, secrets): (u64, ConnectionTrafficSecrets)) -> io::Result<Direction> {
-        let (alg, secret, iv, limit) = match secrets {
-            ConnectionTrafficSecrets::Aes128Gcm { key, iv } => (&aead::AES_128_GCM, key, iv, AES_GCM_RECORDS),
-            ConnectionTrafficSecrets::Aes256Gcm { key, iv } => (&aead::AES_256_GCM, key, iv, AES_GCM_RECORDS),
-            ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv } => (&aead::CHACHA20_POLY1305, key, iv, u64::MAX),
+    /// A direction from the keys rustls handed over and the traffic secret
+    /// it logged, which must give those very keys.
+    fn new((seq, secrets): (u64, ConnectionTrafficSecrets), secret: &[u8]) -> io::Result<Direction> {
+        let (alg, hash, key, iv, limit) = match secrets {
+            ConnectionTrafficSecrets::Aes128Gcm { key, iv } => {
+                (&aead::AES_128_GCM, &hkdf::HKDF_SHA256, key, iv, AES_GCM_RECORDS)
+            }
+            ConnectionTrafficSecrets::Aes256Gcm { key, iv } => {
+                (&aead::AES_256_GCM, &hkdf::HKDF_SHA384, key, iv, AES_GCM_RECORDS)
+            }
+            ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv } => {
+                (&aead::CHACHA20_POLY1305, &hkdf::HKDF_SHA256, key, iv, u64::MAX)
+            }
             _ => return Err(io::Error::other("a cipher suite this record layer does not take")),
         };
-        let mut key = [0u8; 32];
-        let bytes = secret.as_ref();
-        if bytes.len() != alg.key_len() || bytes.len() > key.len() {
-            return Err(io::Error::other("a bad traffic key"));
+        let mut dir = Direction::from_secret(alg, hash, secret, limit)?;
+        dir.seq = seq;
+        if key.as_ref() != &dir.key[..alg.key_len()] || iv.as_ref() != &dir.iv[..] {
+            return Err(io::Error::other("the traffic secret does not give the handshake's keys"));
         }
-        key[..bytes.len()].copy_from_slice(bytes);
-        let iv = iv.as_ref().try_into().map_err(|_| io::Error::other("a bad traffic IV"))?;
-        Ok(Direction { alg, key, iv, seq, limit })
+        Ok(dir)
+    }
+
+    /// The key and IV of `secret` (7.3), from record 0.
+    fn from_secret(
+        alg: &'static aead::Algorithm,
+        hash: &'static hkdf::Algorithm,
+        secret: &[u8],
+        limit: u64,
+    ) -> io::Result<Direction> {
+        if secret.len() != hash.len() || alg.key_len() > 32 {
+            return Err(io::Error::other("a bad traffic secret"));
+        }
+        let mut dir = Direction { alg, hash, secret: [0; MAX_SECRET], key: [0; 32], iv: [0; NONCE_LEN], seq: 0, limit };
+        dir.secret[..secret.len()].copy_from_slice(secret);
+        expand_label(hash, secret, b"key", &mut dir.key[..alg.key_len()])?;
+        expand_label(hash, secret, b"iv", &mut dir.iv)?;
+        Ok(dir)
+    }
+
+    /// Moves on to the next generation of keys (4.6.3, 7.2):
+    /// application_traffic_secret_N+1, its key and IV, from record 0.
+    fn update(&mut self) -> io::Result<()> {
+        let len = self.hash.len();
+        let mut next = [0u8; MAX_SECRET];
+        let made = expand_label(self.hash, &self.secret[..len], b"traffic upd", &mut next[..len])
+            .and_then(|()| Direction::from_secret(self.alg, self.hash, &next[..len], self.limit));
+        wipe(&mut next);
+        *self = made?;
+        Ok(())
     }
 
     /// The key, expanded for sealing or opening records.
@@ -108,6 +180,8 @@ impl Direction {
 pub struct Records {
     tx: Direction,
     rx: Direction,
+    /// The peer asked for our KeyUpdate: sent before our next record.
+    update_due: bool,
     /// The unsent tail of a record the kernel took only part of.
     out: Vec<u8>,
     /// Received bytes of records not yet complete.
@@ -166,11 +240,13 @@ struct Opened {
 
 impl Records {
     /// The record layer for the keys and sequence numbers rustls handed
-    /// over at the end of a handshake.
-    pub fn new(secrets: ExtractedSecrets) -> io::Result<Records> {
+    /// over at the end of a handshake, and the traffic secrets they come
+    /// from (this side's, then the peer's).
+    pub fn new(secrets: ExtractedSecrets, tx_secret: &[u8], rx_secret: &[u8]) -> io::Result<Records> {
         Ok(Records {
-            tx: Direction::new(secrets.tx)?,
-            rx: Direction::new(secrets.rx)?,
+            tx: Direction::new(secrets.tx, tx_secret)?,
+            rx: Direction::new(secrets.rx, rx_secret)?,
+            update_due: false,
             out: Vec::new(),
             inp: Vec::new(),
             plain: Vec::new(),
@@ -229,7 +305,26 @@ impl Records {
         if bufs.iter().all(|b| b.is_empty()) {
             return Ok(0);
         }
+        // Our KeyUpdate first when the peer asked for it, or before the
+        // records this write may seal would pass the key's limit.
+        let records = (WRITE_MAX / MAX_PLAIN) as u64;
+        if self.update_due || self.tx.seq.saturating_add(records + 1) >= self.tx.limit {
+            self.send_key_update(false, send)?;
+            if !self.out.is_empty() {
+                return Err(ErrorKind::WouldBlock.into());
+            }
+        }
         self.seal(APPLICATION_DATA, bufs, send)
+    }
+
+    /// Sends a KeyUpdate (asking for the peer's when `request`) under the
+    /// current key, and moves on to the next.
+    fn send_key_update(&mut self, request: bool, send: &mut impl FnMut(&[u8]) -> io::Result<usize>) -> io::Result<()> {
+        let message = if request { KEY_UPDATE_REQUESTED } else { KEY_UPDATE };
+        self.seal(HANDSHAKE, &[IoSlice::new(&message)], send)?;
+        self.tx.update()?;
+        self.update_due = false;
+        Ok(())
     }
 
     /// A `close_notify` alert, sent as far as the kernel takes it.
@@ -358,13 +453,24 @@ impl Records {
         let Some(end) = plain.iter().rposition(|&b| b != 0) else {
             return Err(invalid("a TLS record with no content type"));
         };
-        let close = match plain[end] {
-            APPLICATION_DATA => false,
+        let (close, update) = match (plain[end], &plain[..end]) {
+            (APPLICATION_DATA, _) => (false, None),
             // close_notify ends the stream; any other alert is an error.
-            ALERT if plain[..end] == [1, 0] => true,
-            ALERT => return Err(invalid("a TLS alert")),
-            _ => return Err(invalid("a TLS handshake message after the handshake")),
+            (ALERT, [1, 0]) => (true, None),
+            (ALERT, _) => return Err(invalid("a TLS alert")),
+            // A KeyUpdate, the one handshake message a client sends after
+            // the handshake, alone at the end of its record (the next
+            // record is under the new key).
+            (HANDSHAKE, m) if m == KEY_UPDATE => (false, Some(false)),
+            (HANDSHAKE, m) if m == KEY_UPDATE_REQUESTED => (false, Some(true)),
+            _ => return Err(invalid("a TLS handshake message after the handshake other than a KeyUpdate")),
         };
+        if let Some(requested) = update {
+            self.rx.update()?;
+            // Several asks while this side is silent get one answer.
+            self.update_due |= requested;
+            return Ok(Some(Opened { content: HEADER..HEADER, len: HEADER + len, close }));
+        }
         let content = if close { HEADER..HEADER } else { HEADER..HEADER + end };
         Ok(Some(Opened { content, len: HEADER + len, close }))
     }
@@ -373,22 +479,112 @@ impl Records {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio_rustls::rustls::crypto::cipher::{AeadKey, Iv};
 
     fn pair() -> (Records, Records) {
-        let secret = |k: u8, i: u8| ConnectionTrafficSecrets::Aes256Gcm {
-            key: AeadKey::from([k; 32]),
-            iv: Iv::from([i; NONCE_LEN]),
+        let dir = |secret: u8| {
+            Direction::from_secret(&aead::AES_256_GCM, &hkdf::HKDF_SHA384, &[secret; 48], AES_GCM_RECORDS)
+                .expect("direction")
         };
-        let side = |a, b| Records {
-            tx: Direction::new((0, a)).expect("tx"),
-            rx: Direction::new((0, b)).expect("rx"),
+        let side = |tx, rx| Records {
+            tx: dir(tx),
+            rx: dir(rx),
+            update_due: false,
             out: Vec::new(),
             inp: Vec::new(),
             plain: Vec::new(),
             plain_at: 0,
         };
-        (side(secret(1, 2), secret(3, 4)), side(secret(3, 4), secret(1, 2)))
+        (side(1, 3), side(3, 1))
+    }
+
+    /// Writes `msg` whole from `from`, and returns what went on the wire.
+    fn wire_of(from: &mut Records, msg: &[u8]) -> Vec<u8> {
+        let mut wire = Vec::new();
+        let mut at = 0;
+        while at < msg.len() {
+            at += from
+                .write(&[IoSlice::new(&msg[at..])], &mut |b: &[u8]| {
+                    wire.extend_from_slice(b);
+                    Ok(b.len())
+                })
+                .expect("write");
+        }
+        wire
+    }
+
+    /// Everything `to` reads from `wire` until it would block.
+    fn read_all(to: &mut Records, wire: &[u8]) -> io::Result<Vec<u8>> {
+        let (mut fed, mut got, mut buf) = (0, Vec::new(), vec![0u8; MAX_PLAIN]);
+        loop {
+            match to.read(&mut buf, &mut |b: &mut [u8]| {
+                let n = b.len().min(wire.len() - fed);
+                if n == 0 {
+                    return Err(ErrorKind::WouldBlock.into());
+                }
+                b[..n].copy_from_slice(&wire[fed..fed + n]);
+                fed += n;
+                Ok(n)
+            }) {
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(got),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    #[test]
+    fn the_traffic_secret_must_give_the_keys_handed_over() {
+        use tokio_rustls::rustls::crypto::cipher::{AeadKey, Iv};
+        let good = Direction::from_secret(&aead::AES_256_GCM, &hkdf::HKDF_SHA384, &[5; 48], AES_GCM_RECORDS)
+            .expect("direction");
+        let handed = |key: [u8; 32], iv: [u8; NONCE_LEN]| ConnectionTrafficSecrets::Aes256Gcm {
+            key: AeadKey::from(key),
+            iv: Iv::from(iv),
+        };
+        let dir = Direction::new((7, handed(good.key, good.iv)), &[5; 48]).expect("the same keys");
+        assert_eq!(dir.seq, 7);
+        let err = Direction::new((0, handed(good.key, [0; NONCE_LEN])), &[5; 48]).err().expect("another IV");
+        assert!(err.to_string().contains("does not give"), "{err}");
+        assert!(Direction::new((0, handed(good.key, good.iv)), &[5; 32]).is_err(), "a SHA-256 length for SHA-384");
+    }
+
+    #[test]
+    fn a_key_update_asked_for_is_answered_before_the_next_record_and_both_sides_move_on() {
+        let (mut server, mut client) = pair();
+        // The client asks for an update along with its request.
+        let mut wire = Vec::new();
+        client
+            .send_key_update(true, &mut |b: &[u8]| {
+                wire.extend_from_slice(b);
+                Ok(b.len())
+            })
+            .expect("key update");
+        wire.extend(wire_of(&mut client, b"GET / after the update"));
+        assert_eq!(read_all(&mut server, &wire).expect("read"), b"GET / after the update");
+        assert!(server.update_due, "asked for");
+        assert_eq!(server.rx.seq, 1, "the client's new key, from record 0");
+        // The server answers with its own update, then its record under
+        // the new key; the client takes both.
+        let wire = wire_of(&mut server, b"200 OK");
+        assert!(!server.update_due);
+        assert_eq!(server.tx.seq, 1);
+        assert_eq!(read_all(&mut client, &wire).expect("read"), b"200 OK");
+        assert!(!client.update_due, "an answer asks for nothing back");
+        // And on, both ways.
+        assert_eq!(read_all(&mut server, &wire_of(&mut client, b"more")).expect("read"), b"more");
+        assert_eq!(read_all(&mut client, &wire_of(&mut server, b"and more")).expect("read"), b"and more");
+    }
+
+    #[test]
+    fn a_key_near_its_limit_is_updated_before_it_reaches_it() {
+        let (mut server, mut client) = pair();
+        // Room for a write's four records and a KeyUpdate, no more.
+        server.tx.seq = AES_GCM_RECORDS - 5;
+        client.rx.seq = AES_GCM_RECORDS - 5;
+        let wire = wire_of(&mut server, b"x");
+        assert_eq!(server.tx.seq, 1, "a KeyUpdate under the old key, then the record under the new");
+        assert_eq!(read_all(&mut client, &wire).expect("read"), b"x");
+        assert!(!client.update_due);
     }
 
     #[test]
@@ -509,11 +705,10 @@ mod tests {
     }
 
     #[test]
-    fn a_key_that_sealed_all_the_records_it_may_seals_no_more() {
-        let (mut server, _) = pair();
-        server.tx.seq = AES_GCM_RECORDS - 1;
-        assert!(server.write(&[IoSlice::new(b"x")], &mut |b: &[u8]| Ok(b.len())).is_ok(), "the last one");
-        let err = server.write(&[IoSlice::new(b"x")], &mut |b: &[u8]| Ok(b.len())).expect_err("refused");
+    fn a_peer_key_that_opened_all_the_records_it_may_opens_no_more() {
+        let (mut server, mut client) = pair();
+        client.rx.seq = AES_GCM_RECORDS;
+        let err = read_all(&mut client, &wire_of(&mut server, b"x")).expect_err("refused");
         assert!(err.to_string().contains("all the records"), "{err}");
     }
 
@@ -560,5 +755,16 @@ mod tests {
         let (_, mut client) = pair();
         let err = client.read(&mut [0u8; 64], &mut once(vec![22u8, 3, 3, 0, 40])).expect_err("handshake record");
         assert_eq!(err.kind(), ErrorKind::InvalidData);
+        // A handshake message other than a KeyUpdate, sealed as one would be.
+        let (mut server, mut client) = pair();
+        let mut wire = Vec::new();
+        server
+            .seal(HANDSHAKE, &[IoSlice::new(&[20, 0, 0, 0])], &mut |b: &[u8]| {
+                wire.extend_from_slice(b);
+                Ok(b.len())
+            })
+            .expect("seal");
+        let err = client.read(&mut [0u8; 64], &mut once(wire)).expect_err("not a KeyUpdate");
+        assert!(err.to_string().contains("other than a KeyUpdate"), "{err}");
     }
 }

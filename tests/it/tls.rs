@@ -1,7 +1,8 @@
 //! TLS with the real binary: a TLS 1.3 handshake, HTTP/2 over ALPN `h2`,
 //! HTTP/1.1 parked between requests like cleartext (`net::idle`), a live
-//! WebSocket over TLS, and the certificate reloaded on SIGHUP (and kept
-//! when the new files are bad). Certificates are made
+//! WebSocket over TLS, the certificate reloaded on SIGHUP (and kept when
+//! the new files are bad), and clients' key updates (rustls and OpenSSL's
+//! s_client). Certificates are made
 //! at test time with rcgen.
 
 use std::path::{Path, PathBuf};
@@ -326,6 +327,110 @@ async fn tls_keep_alive_connections_serve_after_pauses_split_and_pipelined_reque
     tls.write_all(&[GET, GET].concat()).await.expect("write");
     tls.flush().await.expect("flush");
     assert_eq!(responses(&mut tls, 2).await, vec![ok.clone(), ok]);
+}
+
+/// Key updates (RFC 8446, 4.6.3) from rustls, over each cipher suite
+/// (SHA-256 and SHA-384 key schedules): a client that refreshes its keys
+/// between requests, asking for the server's, is answered under the new
+/// keys each time, whether the KeyUpdate comes on its own to a parked
+/// connection or just before a request.
+#[tokio::test]
+async fn a_rustls_client_that_updates_its_keys_between_requests_is_answered_with_each_suite() {
+    use tokio::io::AsyncWriteExt;
+    use tokio_rustls::rustls::crypto::ring::cipher_suite::{
+        TLS13_AES_128_GCM_SHA256, TLS13_AES_256_GCM_SHA384, TLS13_CHACHA20_POLY1305_SHA256,
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert = Cert::new();
+    cert.write(dir.path());
+    let server = TlsServer::start(dir.path(), &[&cert]).await;
+    let ok = ("HTTP/1.1 200 OK".to_owned(), "ok\n".to_owned());
+    for suite in [TLS13_AES_128_GCM_SHA256, TLS13_AES_256_GCM_SHA384, TLS13_CHACHA20_POLY1305_SHA256] {
+        let mut provider = tokio_rustls::rustls::crypto::ring::default_provider();
+        provider.cipher_suites = vec![suite];
+        let mut tls =
+            tls_connect(server.port, client_config_with(provider, &[&cert], b"http/1.1")).await.expect("handshake");
+        for round in 0..4 {
+            tls.get_mut().1.refresh_traffic_keys().expect("key update");
+            if round % 2 == 1 {
+                tls.flush().await.expect("flush");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            tls.write_all(GET).await.expect("write");
+            tls.flush().await.expect("flush");
+            assert_eq!(responses(&mut tls, 1).await, vec![ok.clone()], "{:?}, round {round}", suite.suite());
+        }
+    }
+}
+
+/// Key updates from OpenSSL's `s_client`, a TLS implementation that is
+/// neither rustls nor Pith's record layer: `K` sends a KeyUpdate asking for
+/// the server's, `k` one that does not. The server's own KeyUpdate comes
+/// back for the first only, before its next answer, and every request
+/// after either is answered.
+#[tokio::test]
+async fn openssl_s_client_key_updates_are_answered_as_rfc_8446_asks() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert = Cert::new();
+    cert.write(dir.path());
+    let server = TlsServer::start(dir.path(), &[&cert]).await;
+    let mut client = std::process::Command::new("openssl")
+        .args(["s_client", "-connect", &format!("127.0.0.1:{}", server.port), "-servername", "localhost"])
+        .args(["-tls1_3", "-crlf", "-msg", "-CAfile"])
+        .arg(dir.path().join("cert.pem"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("openssl s_client (apt-get install openssl)");
+    let mut stdin = client.stdin.take().expect("stdin");
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    let stdout = client.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    // The lines up to and including the next answer's body.
+    let answer = || -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            let line = lines.recv_timeout(Duration::from_secs(10)).unwrap_or_else(|_| panic!("no answer: {seen:#?}"));
+            let done = line == "ok";
+            seen.push(line);
+            if done {
+                return seen;
+            }
+        }
+    };
+    let request = "GET /healthz HTTP/1.1\nhost: localhost\n\n";
+    let key_update =
+        |seen: &[String], way: &str| seen.iter().filter(|l| l.starts_with(way) && l.ends_with("KeyUpdate")).count();
+    stdin.write_all(request.as_bytes()).expect("write");
+    let first = answer();
+    assert!(first.iter().any(|l| l == "HTTP/1.1 200 OK"), "{first:#?}");
+    // s_client takes a command only at the start of what it reads, and
+    // drops the rest of that read: the request goes after a pause.
+    let mut command = |c: &str| {
+        stdin.write_all(c.as_bytes()).expect("write");
+        stdin.flush().expect("flush");
+        std::thread::sleep(Duration::from_millis(300));
+        stdin.write_all(request.as_bytes()).expect("write");
+    };
+    // `K`: ours comes back before the answer, and the answer opens under it.
+    command("K\n");
+    let second = answer();
+    assert_eq!((key_update(&second, ">>>"), key_update(&second, "<<<")), (1, 1), "{second:#?}");
+    assert!(second.iter().any(|l| l == "HTTP/1.1 200 OK"), "{second:#?}");
+    // `k`: none comes back.
+    command("k\n");
+    let third = answer();
+    assert_eq!((key_update(&third, ">>>"), key_update(&third, "<<<")), (1, 0), "{third:#?}");
+    assert!(third.iter().any(|l| l == "HTTP/1.1 200 OK"), "{third:#?}");
+    stdin.write_all(b"Q\n").expect("quit");
+    drop(stdin);
+    let _ = client.wait();
 }
 
 /// Idle TLS keep-alive connections hold neither hyper's buffers nor

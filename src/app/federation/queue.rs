@@ -35,7 +35,7 @@ use super::keys::SigningKey;
 use super::{Federation, keys};
 use crate::app::{AppError, AppResult, AppState};
 use crate::model::Timestamp;
-use crate::model::federation::{ActorKind, NewDelivery, QueuedDelivery, host_of, retry_at};
+use crate::model::federation::{ActorKind, DELIVERY_GIVE_UP_SECS, NewDelivery, QueuedDelivery, host_of, retry_at};
 use crate::model::mail::Delivery;
 use crate::store::Store;
 
@@ -266,12 +266,13 @@ impl<S: Store> Sender<S> {
             }
         };
         let error = format!("not tried: {host} failed and is left alone until its pause is over ({error})");
-        let outcome = match retry_at(Timestamp::now().0, d.created_at, d.attempts + 1) {
-            Some(at) => Delivery::Retry { at: Timestamp(at.max(until)), error },
-            None => {
-                tracing::warn!(inbox = %d.delivery.inbox, %error, "federation: delivery given up after two days");
-                Delivery::Failed { error }
-            }
+        // Due again when the pause ends (not after a try's backoff: it was
+        // not tried), unless that is past its two days.
+        let outcome = if until - d.created_at <= DELIVERY_GIVE_UP_SECS {
+            Delivery::Retry { at: Timestamp(until), error }
+        } else {
+            tracing::warn!(inbox = %d.delivery.inbox, %error, "federation: delivery given up after two days");
+            Delivery::Failed { error }
         };
         self.record(d.id, outcome).await;
         true

@@ -589,7 +589,7 @@ async fn the_server_orders_the_cipher_suites_by_its_hardware_and_the_clients_fir
 
 /// `wss` sockets run in the server's process on one descriptor each, with
 /// every TLS 1.3 cipher suite: the greeting, answers to messages (one of
-/// them larger than a TLS record), events, and a close answered with a
+/// them larger than a TLS record, one after a key update), events, and a close answered with a
 /// close and the socket's end; held idle, they cost little memory, and an
 /// event reaches every one.
 #[tokio::test]
@@ -622,6 +622,11 @@ async fn wss_sockets_run_in_process_on_one_descriptor_with_each_cipher_suite() {
         let (mut ws, _) = tokio_tungstenite::client_async(url.as_str(), tls).await.expect("WebSocket over TLS");
         let hello = next_of(&mut ws, "subscribed").await;
         assert_eq!(hello["topics"], serde_json::json!([topic]), "{hello}");
+        ws.send(Message::text(r#"{"op": "ping"}"#)).await.expect("send");
+        next_of(&mut ws, "pong").await;
+        // A key update asking for the server's, with the next message: what
+        // follows both ways is under the new keys.
+        ws.get_mut().get_mut().1.refresh_traffic_keys().expect("key update");
         ws.send(Message::text(r#"{"op": "ping"}"#)).await.expect("send");
         next_of(&mut ws, "pong").await;
         // Larger than one TLS record (16 KB), inside the message limit set above.

@@ -53,11 +53,8 @@ impl KeyLog for TrafficSecrets {
 impl Drop for TrafficSecrets {
     fn drop(&mut self) {
         let both = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
-        for b in both.0.iter_mut().chain(both.1.iter_mut()) {
-            // SAFETY: a valid, aligned place of our own; volatile, so the
-            // wipe is not optimised away.
-            unsafe { std::ptr::write_volatile(b, 0) };
-        }
+        super::records::wipe(&mut both.0);
+        super::records::wipe(&mut both.1);
     }
 }
 

@@ -77,7 +77,7 @@ impl Drop for Direction {
 
 /// Zeroes `bytes`; volatile, so the wipe of a secret that is never read
 /// again is not optimised away.
-fn wipe(bytes: &mut [u8]) {
+pub(super) fn wipe(bytes: &mut [u8]) {
     for b in bytes {
         // SAFETY: a valid, aligned place of our own.
         unsafe { std::ptr::write_volatile(b, 0) };

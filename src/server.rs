@@ -32,23 +32,33 @@ pub fn router<S: Store>(state: AppState<S>, request_timeout: Duration) -> Router
         Some(_) => routes.merge(crate::activitypub::router()),
         None => routes,
     };
-    let app = api::metrics::routes(routes, &state)
+    let routes = api::metrics::routes(routes, &state)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(net::deadline::DeadlineLayer { limit: request_timeout });
-    let app = api::metrics::layer(app, &state);
+        .with_state(state.clone());
     // HSTS on every answer that goes through the router (pages, API,
     // redirects) of a site served over HTTPS; browsers ignore it over
     // plain HTTP, so one header value, fixed at start-up, does.
-    let app = match state.web.hsts() {
-        Some(hsts) => app.layer(axum::middleware::map_response(move |mut res: axum::response::Response| {
+    let hsts = state.web.hsts().map(|hsts| {
+        axum::middleware::map_response(move |mut res: axum::response::Response| {
             res.headers_mut().insert(axum::http::header::STRICT_TRANSPORT_SECURITY, hsts.clone());
             std::future::ready(res)
-        })),
-        None => app,
-    };
-    app.layer(axum::middleware::from_fn(crate::logging::request_id::layer)).with_state(state)
+        })
+    });
+    // The layers wrap the whole router once, as one service of concrete
+    // types that a single route holds. `Router::layer` wraps and boxes each
+    // layer around every route, and a request cloned those boxes one inside
+    // the other: ~20 of the ~90 allocations of a POST.
+    let app = tower::ServiceBuilder::new()
+        .layer(axum::middleware::from_fn(crate::logging::request_id::layer))
+        .option_layer(hsts)
+        .option_layer(api::metrics::http_metrics(&state).map(|metrics| {
+            axum::middleware::from_fn(move |req, next| crate::metrics::http::track(metrics.clone(), req, next))
+        }))
+        .layer(net::deadline::DeadlineLayer { limit: request_timeout })
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .service(routes);
+    Router::new().fallback_service(app)
 }
 
 /// A browser gets an HTML 404 page; API clients the JSON error.

@@ -77,13 +77,10 @@ pub fn routes<S: Store>(routes: Router<AppState<S>>, state: &AppState<S>) -> Rou
     }
 }
 
-/// Wraps the whole application in the request metrics (unless off).
-pub fn layer<S: Store>(app: Router<AppState<S>>, state: &AppState<S>) -> Router<AppState<S>> {
-    if state.metrics.mode() == Mode::Off {
-        return app;
-    }
-    let metrics = state.metrics.http.clone();
-    app.layer(axum::middleware::from_fn(move |req, next| http::track(metrics.clone(), req, next)))
+/// The request metrics to record around the whole application (none
+/// when off): `crate::metrics::http::track`, which `server::router` layers.
+pub fn http_metrics<S: Store>(state: &AppState<S>) -> Option<crate::metrics::http::HttpMetrics> {
+    (state.metrics.mode() != Mode::Off).then(|| state.metrics.http.clone())
 }
 
 /// The router of the separate metrics listener (`--metrics-listen`).

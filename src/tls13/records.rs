@@ -512,12 +512,13 @@ mod tests {
         wire
     }
 
-    /// Everything `to` reads from `wire` until it would block.
-    fn read_all(to: &mut Records, wire: &[u8]) -> io::Result<Vec<u8>> {
-        let (mut fed, mut got, mut buf) = (0, Vec::new(), vec![0u8; MAX_PLAIN]);
+    /// What each of `to`'s reads returned, into a buffer of `buf` bytes,
+    /// from `wire` handed over `step` bytes at a time, until it would block.
+    fn reads(to: &mut Records, wire: &[u8], step: usize, buf: usize) -> io::Result<Vec<Vec<u8>>> {
+        let (mut fed, mut got, mut buf) = (0, Vec::new(), vec![0u8; buf]);
         loop {
             match to.read(&mut buf, &mut |b: &mut [u8]| {
-                let n = b.len().min(wire.len() - fed);
+                let n = b.len().min(step).min(wire.len() - fed);
                 if n == 0 {
                     return Err(ErrorKind::WouldBlock.into());
                 }
@@ -525,11 +526,16 @@ mod tests {
                 fed += n;
                 Ok(n)
             }) {
-                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Ok(n) => got.push(buf[..n].to_vec()),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(got),
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Everything `to` reads from `wire` until it would block.
+    fn read_all(to: &mut Records, wire: &[u8]) -> io::Result<Vec<u8>> {
+        Ok(reads(to, wire, usize::MAX, MAX_PLAIN)?.concat())
     }
 
     #[test]
@@ -590,37 +596,10 @@ mod tests {
     #[test]
     fn records_sealed_on_one_side_open_on_the_other_in_any_split() {
         let (mut server, mut client) = pair();
-        let mut wire = Vec::new();
         let big = vec![7u8; MAX_PLAIN + 100];
-        for msg in [&b"hello"[..], &big] {
-            let mut at = 0;
-            while at < msg.len() {
-                at += server
-                    .write(&[IoSlice::new(&msg[at..])], &mut |b: &[u8]| {
-                        wire.extend_from_slice(b);
-                        Ok(b.len())
-                    })
-                    .expect("write");
-            }
-        }
+        let wire = [wire_of(&mut server, b"hello"), wire_of(&mut server, &big)].concat();
         // Delivered a few bytes at a time, as a socket may.
-        let mut fed = 0;
-        let mut got = Vec::new();
-        let mut buf = [0u8; 1000];
-        while got.len() < 5 + big.len() {
-            let n = client
-                .read(&mut buf, &mut |b: &mut [u8]| {
-                    let n = b.len().min(3).min(wire.len() - fed);
-                    if n == 0 {
-                        return Err(ErrorKind::WouldBlock.into());
-                    }
-                    b[..n].copy_from_slice(&wire[fed..fed + n]);
-                    fed += n;
-                    Ok(n)
-                })
-                .expect("read");
-            got.extend_from_slice(&buf[..n]);
-        }
+        let got = reads(&mut client, &wire, 3, 1000).expect("read").concat();
         assert_eq!(&got[..5], b"hello");
         assert_eq!(&got[5..], &big[..]);
     }
@@ -639,27 +618,9 @@ mod tests {
             })
             .expect("write");
         assert_eq!((taken, sends), (WRITE_MAX, 1), "four full records in one send");
-        let mut got = Vec::new();
-        let mut fed = 0;
-        let mut buf = vec![0u8; 2 * MAX_PLAIN];
-        loop {
-            match client.read(&mut buf, &mut |b: &mut [u8]| {
-                let n = b.len().min(wire.len() - fed);
-                if n == 0 {
-                    return Err(ErrorKind::WouldBlock.into());
-                }
-                b[..n].copy_from_slice(&wire[fed..fed + n]);
-                fed += n;
-                Ok(n)
-            }) {
-                Ok(n) => {
-                    assert!(n <= MAX_PLAIN, "a read returns one record's plaintext at most");
-                    got.extend_from_slice(&buf[..n]);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) => panic!("{e}"),
-            }
-        }
+        let chunks = reads(&mut client, &wire, usize::MAX, 2 * MAX_PLAIN).expect("read");
+        assert!(chunks.iter().all(|c| c.len() <= MAX_PLAIN), "a read returns one record's plaintext at most");
+        let got = chunks.concat();
         assert_eq!(&got[..4], b"head");
         assert_eq!(&got[4..], &big[..WRITE_MAX - 4]);
         assert!(!client.buffered());
